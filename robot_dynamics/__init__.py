@@ -1,0 +1,21 @@
+"""robot_dynamics: rigid-body dynamics of robot arms from URDF (importable without ROS).
+
+Conventions: ``q, qd, qdd, tau`` have shape ``(..., n)`` in ``model.joint_names`` order; SI
+units; spatial vectors ``[angular; linear]``; ``model.gravity`` is the physical gravitational
+acceleration (default ``(0, 0, -9.81)``) and the holding torque is ``+gravity_torques(q)``.
+"""
+
+from . import examples
+from .dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
+from .kinematics import frame_pose, jacobian, kinetic_energy, operational_space_inertia, potential_energy
+from .model import RobotModel
+from .regressor import inertial_parameters, regressor
+from .urdf import URDFError, load_urdf
+
+__all__ = [
+    "RobotModel", "URDFError", "load_urdf",
+    "inverse_dynamics", "gravity_torques", "bias_forces", "mass_matrix", "coriolis_matrix", "forward_dynamics",
+    "frame_pose", "jacobian", "kinetic_energy", "potential_energy", "operational_space_inertia",
+    "regressor", "inertial_parameters",
+    "examples",
+]

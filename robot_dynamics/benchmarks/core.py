@@ -1,0 +1,132 @@
+"""Core speed against Pinocchio, in one process: median microseconds per call and the ratio.
+
+    robot-dynamics bench core            (or: python -m robot_dynamics.benchmarks.core)
+
+Ratios are the figure to quote: both libraries run in the same process on the same machine,
+so load from other processes affects both.  Pinocchio (``pin``) is a test extra.
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import timeit
+
+import numpy as np
+
+import robot_dynamics as rd
+from robot_dynamics.benchmarks.robots import example_robot_path, panda7_urdf
+
+BATCH = 10_000
+
+
+def _median_us(call, number, repeat=15):
+    """Median over ``repeat`` runs of ``number`` calls, in microseconds per call."""
+    return statistics.median(timeit.repeat(call, number=number, repeat=repeat)) / number * 1e6
+
+
+def _robots():
+    return {
+        "Panda-7": panda7_urdf(),
+        "UR5": example_robot_path("ur5").read_text(),
+        "talos_reduced": example_robot_path("talos_reduced").read_text(),
+    }
+
+
+QUANTITIES = ("inverse dynamics", "gravity", "mass matrix", "forward dynamics", "Coriolis matrix")
+
+
+def _our_calls(model, q, qd, qdd):
+    return [
+        lambda: rd.inverse_dynamics(model, q, qd, qdd),
+        lambda: rd.gravity_torques(model, q),
+        lambda: rd.mass_matrix(model, q),
+        lambda: rd.forward_dynamics(model, q, qd, qdd),
+        lambda: rd.coriolis_matrix(model, q, qd),
+    ]
+
+
+def _pinocchio_calls(pin, model, data, q, qd, qdd):
+    return [
+        lambda: pin.rnea(model, data, q, qd, qdd),
+        lambda: pin.computeGeneralizedGravity(model, data, q),
+        lambda: pin.crba(model, data, q),
+        lambda: pin.aba(model, data, q, qd, qdd),
+        lambda: pin.computeCoriolisMatrix(model, data, q, qd),
+    ]
+
+
+def single_state_table(number):
+    import pinocchio as pin
+
+    rows = []
+    rng = np.random.default_rng(1)
+    for robot, xml in _robots().items():
+        model = rd.load_urdf(xml)
+        pin_model = pin.buildModelFromXML(xml)
+        pin_data = pin_model.createData()
+        # Pinocchio orders joints its own way: map ours onto its velocity indices by name
+        # (these robots have no continuous joints, so q maps the same way).
+        order = [pin_model.joints[pin_model.getJointId(name)].idx_v for name in model.joint_names]
+        ours_states = [rng.uniform(-1, 1, (BATCH, model.nv)) for _ in range(3)]
+        pin_states = [np.zeros_like(x) for x in ours_states]
+        for ours, theirs in zip(ours_states, pin_states):
+            theirs[:, order] = ours
+        single_ours = [x[0].copy() for x in ours_states]
+        single_pin = [x[0].copy() for x in pin_states]
+        pairs = zip(QUANTITIES, _our_calls(model, *single_ours), _pinocchio_calls(pin, pin_model, pin_data, *single_pin))
+        for name, ours, theirs in pairs:
+            ours(), theirs()  # compile / warm caches
+            rows.append((robot, model.nv, name, _median_us(ours, number), _median_us(theirs, number)))
+        # Batched inverse dynamics: one call over N states vs a Python loop over Pinocchio.
+        start = time.perf_counter()
+        rd.inverse_dynamics(model, *ours_states)
+        ours_us = (time.perf_counter() - start) / BATCH * 1e6
+        PQ, PQD, PQDD = pin_states
+        start = time.perf_counter()
+        for k in range(BATCH):
+            pin.rnea(pin_model, pin_data, PQ[k], PQD[k], PQDD[k])
+        theirs_us = (time.perf_counter() - start) / BATCH * 1e6
+        rows.append((robot, model.nv, f"batched ID, N={BATCH} (per state)", ours_us, theirs_us))
+    return rows
+
+
+def start_up_costs():
+    """Load time of talos_full_v2, and the JIT's first-call (empty cache) and cached start-up costs."""
+    path = example_robot_path("talos_full_v2")
+    rd.load_urdf(path)
+    load_ms = _median_us(lambda: rd.load_urdf(path), number=3, repeat=5) / 1000
+    script = (
+        "import time; t = time.perf_counter(); import numpy as np, robot_dynamics as rd; "
+        "m = rd.load_urdf(rd.examples.TWO_LINK_URDF); q = np.zeros(2); "
+        "[f(m, q, q, q) for f in (rd.inverse_dynamics, rd.forward_dynamics)]; rd.mass_matrix(m, q); "
+        "rd.gravity_torques(m, q); rd.bias_forces(m, q, q); rd.coriolis_matrix(m, q, q); "
+        "rd.jacobian(m, q, 'tip'); rd.kinetic_energy(m, q, q); rd.potential_energy(m, q); "
+        "print(time.perf_counter() - t)"
+    )
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        first, cached = (float(subprocess.check_output([sys.executable, "-c", script], env=env)) for _ in range(2))
+    return load_ms, first, cached
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--number", type=int, default=2000, help="calls per timing run (default 2000)")
+    args = parser.parse_args(argv)
+    print("robot_dynamics vs Pinocchio, same process; median us per call (lower is better)\n")
+    print("| robot | n | quantity | ours (us) | Pinocchio (us) | ratio |")
+    print("|---|---|---|---|---|---|")
+    for robot, n, name, ours, theirs in single_state_table(args.number):
+        print(f"| {robot} | {n} | {name} | {ours:.2f} | {theirs:.2f} | {ours / theirs:.2f} |")
+    load_ms, first, cached = start_up_costs()
+    print(f"\nload_urdf(talos_full_v2): {load_ms:.1f} ms")
+    print(f"start-up (import + first call of every function): {first:.1f} s with an empty JIT cache, "
+          f"{cached:.2f} s cached")
+
+
+if __name__ == "__main__":
+    main()

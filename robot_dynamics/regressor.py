@@ -1,0 +1,81 @@
+"""Linearity in the inertial parameters: ``tau = Y(q, qd, qdd) theta`` (Spong eq. 6.122).
+
+``theta`` stacks, body by body (``model.body_joints`` order, fixed children merged), the ten
+inertial parameters about the body frame origin in body axes: ``m, m c_x, m c_y, m c_z,
+Ixx, Ixy, Ixz, Iyy, Iyz, Izz`` (the rotational inertia about the origin, not the CoM).
+"""
+
+import numba
+import numpy as np
+
+from .dynamics import (
+    _joint_force, _joint_poses, _matching, _motion, _require_finite, _rotation, _unbatch, _vec, as_states,
+)
+from .model import COORDINATE, INERTIAL_PARAMETERS, MULTIPLIER, PARENT
+from .spatial import body_force, force_to_parent
+
+njit = numba.njit(cache=True)
+PARAMETERS_PER_BODY = 10
+
+
+@njit
+def _unit_parameters(index):
+    """The inertial parameters with a single 1 at ``index``: body_force is linear in them."""
+    e = np.zeros(PARAMETERS_PER_BODY)
+    e[index] = 1.0
+    return e[0], (e[1], e[2], e[3]), (e[4], e[5], e[6], e[7], e[8], e[9])
+
+
+@njit
+def _regressor(topology, bodies, gravity, q, qd, qdd):
+    """Column ``10 i + p`` of ``Y``: the joint forces that body ``i`` alone, with parameter ``p`` = 1 and the
+    rest 0, needs for the motion (Newton-Euler's backward pass for one body, Lynch & Park eq. 9.53)."""
+    count, n = q.shape
+    nb = topology.shape[0]
+    poses, twists, accelerations = np.empty((nb, 12)), np.empty((nb, 6)), np.empty((nb, 6))
+    Y = np.zeros((count, n, PARAMETERS_PER_BODY * nb))
+    for k in range(count):
+        _require_finite(q, k, "q")
+        _require_finite(qd, k, "qd")
+        _require_finite(qdd, k, "qdd")
+        _joint_poses(topology, bodies, q, k, poses)
+        _motion(topology, bodies, gravity, qd, qdd, k, poses, twists, accelerations)
+        for i in range(nb):
+            for parameter in range(PARAMETERS_PER_BODY):
+                mass, h, Ibar = _unit_parameters(parameter)
+                n_, f = body_force(mass, h, Ibar, _vec(twists, i, 0), _vec(twists, i, 3),
+                                   _vec(accelerations, i, 0), _vec(accelerations, i, 3))
+                column = PARAMETERS_PER_BODY * i + parameter
+                j = i
+                while True:
+                    Y[k, topology[j, COORDINATE], column] += bodies[j, MULTIPLIER] * _joint_force(topology, bodies, j, n_, f)
+                    if topology[j, PARENT] < 0:
+                        break
+                    n_, f = force_to_parent(_rotation(poses, j), _vec(poses, j, 9), n_, f)
+                    j = topology[j, PARENT]
+    return Y
+
+
+def inertial_parameters(model):
+    """``theta``: the ten inertial parameters of every body, stacked (see the module docstring).
+
+    >>> import robot_dynamics as rd
+    >>> rd.inertial_parameters(rd.load_urdf(rd.examples.PENDULUM_URDF))  # 1 kg point at z = -1
+    array([ 1.,  0.,  0., -1.,  1.,  0.,  0.,  1.,  0.,  0.])
+    """
+    return np.array(model.bodies[:, INERTIAL_PARAMETERS]).ravel()
+
+
+def regressor(model, q, qd, qdd):
+    """``Y(q, qd, qdd)`` with ``inverse_dynamics(model, q, qd, qdd) == Y @ inertial_parameters(model)`` (Spong eq. 6.122).
+
+    >>> import numpy as np, robot_dynamics as rd
+    >>> arm = rd.load_urdf(rd.examples.TWO_LINK_URDF)
+    >>> Y = rd.regressor(arm, [0.1, 0.2], [0.3, 0.4], [0.5, 0.6])
+    >>> Y.shape, np.allclose(Y @ rd.inertial_parameters(arm), rd.inverse_dynamics(arm, [0.1, 0.2], [0.3, 0.4], [0.5, 0.6]))
+    ((2, 20), True)
+    """
+    q, batch = as_states(model, q, "q")
+    Y = _regressor(*model.kernel_arrays, q,
+                   _matching(model, qd, "qd", batch), _matching(model, qdd, "qdd", batch))
+    return _unbatch(Y, batch)

@@ -1,0 +1,332 @@
+"""URDF -> :class:`RobotModel`: parse, validate, fold fixed joints, resolve mimic joints.
+
+Joint order (``model.joint_names``): depth-first from the root link, children visited in the
+order their joints are declared in the URDF, so a parent always comes before its children.
+``urdf_parser_py`` reads the attributes; only ``<link>``/``<joint>`` elements (and of those only
+the kinematic and inertial children) are handed to it, so transmissions, Gazebo tags, sensors
+and unknown elements can never break loading.  Its ``None``s are given the URDF defaults:
+axis (1, 0, 0), mimic multiplier 1 and offset 0, identity origins.
+"""
+
+import math
+import warnings
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+from urdf_parser_py import urdf as urdf_parser
+from urdf_parser_py.xml_reflection import core as urdf_reflection
+
+from .dynamics import mass_matrix
+from .model import (
+    BODY_COLUMNS, INERTIAL_PARAMETERS, PRISMATIC, REVOLUTE, Frame, RobotModel,
+    inertial_parameters_about_origin, move_inertial_parameters, read_only,
+)
+
+SUPPORTED_JOINTS = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC, "fixed": None}
+_KEPT_LINK_ELEMENTS = {"inertial"}
+_KEPT_JOINT_ELEMENTS = {"origin", "parent", "child", "axis", "limit", "dynamics", "mimic"}
+DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
+
+
+class URDFError(ValueError):
+    """A URDF that cannot be turned into a correct model; the message names the link or joint."""
+
+
+def load_urdf(source, mimic=True):
+    """Build a :class:`RobotModel` from a URDF file path or XML string.
+
+    With ``mimic=True`` a ``<mimic>`` joint follows its master (``q = multiplier * q_master +
+    offset``) and is not a coordinate; with ``mimic=False`` the tags are ignored and every
+    moving joint is an independent coordinate.
+
+    >>> import robot_dynamics as rd
+    >>> arm = rd.load_urdf(rd.examples.TWO_LINK_URDF)
+    >>> arm.joint_names, arm.nv
+    (('shoulder', 'elbow'), 2)
+    >>> rd.load_urdf("<robot name='r'><link name='a'/><link name='b'/></robot>")
+    Traceback (most recent call last):
+    ...
+    robot_dynamics.urdf.URDFError: the URDF has several root links (links that are no joint's child): 'a', 'b'
+    """
+    robot = _parse(_read(source))
+    return _build(robot, mimic)
+
+
+def _read(source):
+    if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith("<")):
+        path = Path(source)
+        if not str(source).strip():
+            raise URDFError("the URDF is empty")
+        try:
+            return path.read_text()
+        except OSError as error:
+            raise URDFError(f"cannot read URDF file {str(path)!r}: {error.strerror}") from None
+    if isinstance(source, bytes):
+        return source.decode()
+    if not isinstance(source, str):
+        raise URDFError(f"a URDF must be a path or an XML string, not {type(source).__name__}")
+    return source
+
+
+def _parse(xml):
+    """The kinematic/inertial skeleton of the URDF, parsed by urdf_parser_py."""
+    if not xml.strip():
+        raise URDFError("the URDF is empty")
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError as error:
+        raise URDFError(f"the URDF is not well-formed XML: {error}") from None
+    if root.tag != "robot":
+        raise URDFError(f"the URDF's top element must be <robot>, not <{root.tag}>")
+    skeleton = ET.Element("robot", {"name": root.get("name", "robot")})
+    for kind, kept in (("link", _KEPT_LINK_ELEMENTS), ("joint", _KEPT_JOINT_ELEMENTS)):
+        seen = set()
+        for element in root.findall(kind):
+            name = element.get("name")
+            if not name:
+                raise URDFError(f"a <{kind}> has no name")
+            if name in seen:
+                raise URDFError(f"duplicate {kind} name {name!r}")
+            seen.add(name)
+            copy = ET.SubElement(skeleton, kind, element.attrib)
+            copy.extend(child for child in element if child.tag in kept)
+    quiet, urdf_reflection.on_error = urdf_reflection.on_error, lambda message: None
+    try:
+        return urdf_parser.URDF.from_xml_string(ET.tostring(skeleton, encoding="unicode"))
+    except Exception as error:  # urdf_parser_py raises several types; its message holds the XML path
+        raise URDFError(f"invalid URDF: {error}".replace("\n", " ")) from None
+    finally:
+        urdf_reflection.on_error = quiet
+
+
+def _finite(values, what):
+    values = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(values)):
+        raise URDFError(f"{what} has a non-finite value: {values.tolist()}")
+    return values
+
+
+def _pose(origin, what):
+    """4x4 transform of a URDF <origin xyz rpy> (rpy: fixed-axis roll, pitch, yaw: R = Rz Ry Rx)."""
+    xyz = _finite(origin.xyz if origin is not None and origin.xyz is not None else (0, 0, 0), f"{what} origin xyz")
+    rpy = _finite(origin.rpy if origin is not None and origin.rpy is not None else (0, 0, 0), f"{what} origin rpy")
+    roll, pitch, yaw = rpy
+    cr, sr, cp, sp, cy, sy = math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch), math.cos(yaw), math.sin(yaw)
+    pose = np.eye(4)
+    pose[:3, :3] = [
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ]
+    pose[:3, 3] = xyz
+    return pose
+
+
+def _link_inertial_parameters(link):
+    """The link's ten inertial parameters about its own frame origin; zero without <inertial>."""
+    inertial = link.inertial
+    if inertial is None:
+        return np.zeros(10)
+    what = f"link {link.name!r}"
+    mass = float(_finite(inertial.mass if inertial.mass is not None else 0.0, f"{what} mass"))
+    if mass < 0:
+        raise URDFError(f"{what} has a negative mass ({mass})")
+    i = inertial.inertia
+    entries = (i.ixx, i.ixy, i.ixz, i.iyy, i.iyz, i.izz) if i is not None else (0,) * 6
+    xx, xy, xz, yy, yz, zz = _finite([0.0 if e is None else e for e in entries], f"{what} inertia")
+    at_com = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    principal = np.linalg.eigvalsh(at_com)
+    tolerance = 1e-9 * max(1.0, np.abs(principal).max())
+    if principal[0] < -tolerance:
+        raise URDFError(f"{what} has an inertia tensor that is not positive semi-definite (principal moments {principal.tolist()})")
+    if principal[2] > principal[0] + principal[1] + tolerance:
+        warnings.warn(
+            f"{what} has an inertia that violates the triangle inequality (principal moments {principal.tolist()}): "
+            "physically impossible, kept as given",
+            stacklevel=4,
+        )
+    pose = _pose(inertial.origin, f"{what} inertial")
+    rotation = pose[:3, :3]
+    return inertial_parameters_about_origin(mass, pose[:3, 3], rotation @ at_com @ rotation.T)
+
+
+def _tree(robot):
+    """Check the link/joint graph is one tree; return (root link, {link: [child joints in order]})."""
+    links = {link.name: link for link in robot.links}
+    parent_joint = {}
+    children = {name: [] for name in links}
+    for joint in robot.joints:
+        for role, link in (("parent", joint.parent), ("child", joint.child)):
+            if link is None:
+                raise URDFError(f"joint {joint.name!r} has no {role} link")
+            if link not in links:
+                raise URDFError(f"joint {joint.name!r} names an unknown {role} link {link!r}")
+        if joint.child in parent_joint:
+            raise URDFError(
+                f"link {joint.child!r} is the child of both joint {parent_joint[joint.child].name!r} and "
+                f"joint {joint.name!r} (kinematic loops are not supported)"
+            )
+        parent_joint[joint.child] = joint
+        children[joint.parent].append(joint)
+    roots = [name for name in links if name not in parent_joint]
+    if not links:
+        raise URDFError("the URDF has no links")
+    if not roots:
+        raise URDFError("the URDF has no root link: every link is a joint's child (kinematic loop)")
+    if len(roots) > 1:
+        raise URDFError(
+            "the URDF has several root links (links that are no joint's child): " + ", ".join(map(repr, roots))
+        )
+    reached, stack = set(), [roots[0]]
+    while stack:
+        name = stack.pop()
+        reached.add(name)
+        stack.extend(joint.child for joint in children[name])
+    unreached = [name for name in links if name not in reached]
+    if unreached:
+        raise URDFError("kinematic loop through links " + ", ".join(map(repr, unreached)))
+    return roots[0], links, children
+
+
+def _resolve_mimics(robot, moving):
+    """{mimic joint: (master, multiplier, offset)} with chains collapsed onto an independent master."""
+    declared = {}
+    for joint in robot.joints:
+        if joint.mimic is None or joint.name not in moving:
+            continue
+        master = joint.mimic.joint
+        if master not in moving:
+            raise URDFError(f"mimic joint {joint.name!r} follows {master!r}, which is not a moving joint")
+        multiplier = 1.0 if joint.mimic.multiplier is None else joint.mimic.multiplier
+        offset = 0.0 if joint.mimic.offset is None else joint.mimic.offset
+        _finite([multiplier, offset], f"joint {joint.name!r} mimic")
+        declared[joint.name] = (master, float(multiplier), float(offset))
+    resolved = {}
+    for name in declared:
+        master, multiplier, offset = declared[name]
+        visited = {name}
+        while master in declared:  # q = a (b q_m2 + d) + c
+            if master in visited:
+                raise URDFError(f"mimic joints {sorted(visited)} follow each other in a cycle")
+            visited.add(master)
+            next_master, a, c = declared[master]
+            master, multiplier, offset = next_master, multiplier * a, multiplier * c + offset
+        resolved[name] = (master, multiplier, offset)
+    return resolved
+
+
+def _build(robot, mimic):
+    root, links, children = _tree(robot)
+    for joint in robot.joints:
+        if joint.type not in SUPPORTED_JOINTS:
+            detail = "not supported yet" if joint.type in ("floating", "planar") else "unknown"
+            raise URDFError(f"joint {joint.name!r} has type {joint.type!r}: {detail} (use revolute, continuous, prismatic or fixed)")
+    moving = {joint.name for joint in robot.joints if joint.type != "fixed"}
+    mimics = _resolve_mimics(robot, moving) if mimic else {}
+
+    # Depth-first walk: each link gets (carrying body, pose in that body's frame).
+    body_rows, body_parents, body_kinds, body_joints, joint_info = [], [], [], [], []
+    frames = {root: Frame(-1, read_only(np.eye(4)))}
+    link_order = [root]
+    stack = list(reversed(children[root]))
+    while stack:
+        joint = stack.pop()
+        parent_frame = frames[joint.parent]
+        origin = parent_frame.pose @ _pose(joint.origin, f"joint {joint.name!r}")
+        if joint.type == "fixed":
+            frames[joint.child] = Frame(parent_frame.body, read_only(origin))
+        else:
+            axis = _finite(joint.axis if joint.axis is not None else (1.0, 0.0, 0.0), f"joint {joint.name!r} axis")
+            norm = np.linalg.norm(axis)
+            if norm < 1e-12:
+                raise URDFError(f"joint {joint.name!r} has a zero axis")
+            row = np.zeros(BODY_COLUMNS)
+            row[0:9] = origin[:3, :3].ravel()
+            row[9:12] = origin[:3, 3]
+            row[12:15] = axis / norm
+            body_rows.append(row)
+            body_parents.append(parent_frame.body)
+            body_kinds.append(SUPPORTED_JOINTS[joint.type])
+            body_joints.append(joint.name)
+            joint_info.append(joint)
+            frames[joint.child] = Frame(len(body_rows) - 1, read_only(np.eye(4)))
+        link_order.append(joint.child)
+        stack.extend(reversed(children[joint.child]))
+
+    bodies = np.array(body_rows).reshape(-1, BODY_COLUMNS)
+    for name in link_order:  # inertia of each link, folded into the body that carries it
+        frame = frames[name]
+        parameters = _link_inertial_parameters(links[name])
+        if frame.body >= 0:
+            bodies[frame.body, INERTIAL_PARAMETERS] += move_inertial_parameters(
+                parameters, frame.pose[:3, :3], frame.pose[:3, 3]
+            )
+
+    coordinates = [name for name in body_joints if name not in mimics]
+    index = {name: i for i, name in enumerate(coordinates)}
+    topology = np.zeros((len(body_joints), 3), dtype=np.int64)
+    for i, name in enumerate(body_joints):
+        master, multiplier, offset = mimics.get(name, (name, 1.0, 0.0))
+        topology[i] = (body_parents[i], body_kinds[i], index[master])
+        bodies[i, 15:17] = (multiplier, offset)
+
+    info = {joint.name: joint for joint in joint_info}
+    limits = [_limits(info[name]) for name in coordinates]
+    dynamics = [_dynamics(info[name]) for name in coordinates]
+    model = RobotModel(
+        name=robot.name,
+        joint_names=tuple(coordinates),
+        joint_types=tuple(info[name].type for name in coordinates),
+        link_names=tuple(link_order),
+        gravity=read_only(DEFAULT_GRAVITY),
+        position_limits=read_only([limit[:2] for limit in limits]).reshape(-1, 2),
+        velocity_limits=read_only([limit[2] for limit in limits]),
+        effort_limits=read_only([limit[3] for limit in limits]),
+        damping=read_only([d[0] for d in dynamics]),
+        friction=read_only([d[1] for d in dynamics]),
+        mimic_joints=mimics,
+        body_joints=tuple(body_joints),
+        topology=read_only(topology, dtype=np.int64),
+        bodies=read_only(bodies),
+        frames=frames,
+    )
+    _warn_massless_joints(model)
+    return model
+
+
+def _limits(joint):
+    """(lower, upper, velocity, effort) with +-inf where the URDF gives none."""
+    limit = joint.limit
+    lower, upper, velocity, effort = -np.inf, np.inf, np.inf, np.inf
+    if limit is not None:
+        if joint.type != "continuous":
+            lower = -np.inf if limit.lower is None else limit.lower
+            upper = np.inf if limit.upper is None else limit.upper
+        velocity = np.inf if limit.velocity is None else limit.velocity
+        effort = np.inf if limit.effort is None else limit.effort
+        _finite([v for v in (limit.lower, limit.upper, limit.velocity, limit.effort) if v is not None],
+                f"joint {joint.name!r} limit")
+        if lower > upper:
+            raise URDFError(f"joint {joint.name!r} has lower limit {lower} above upper limit {upper}")
+    return lower, upper, velocity, effort
+
+
+def _dynamics(joint):
+    damping = joint.dynamics.damping if joint.dynamics is not None and joint.dynamics.damping is not None else 0.0
+    friction = joint.dynamics.friction if joint.dynamics is not None and joint.dynamics.friction is not None else 0.0
+    return tuple(_finite([damping, friction], f"joint {joint.name!r} dynamics"))
+
+
+def _warn_massless_joints(model):
+    """Warn about coordinates that move no mass: their column of M is zero (singular dynamics)."""
+    if model.nv == 0:
+        return
+    diagonal = np.diagonal(mass_matrix(model, np.zeros(model.nv)))
+    for name, value in zip(model.joint_names, diagonal):
+        if value <= 1e-12:
+            warnings.warn(
+                f"joint {name!r} moves no mass or inertia: its column of the mass matrix is zero, "
+                "so forward dynamics is undefined for it",
+                stacklevel=3,
+            )

@@ -1,0 +1,54 @@
+"""ament_python packaging for robot_dynamics (also a plain pip package)."""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "robot_dynamics"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    description="Rigid-body dynamics for robot arms from URDF, with ROS 2 nodes",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=find_packages(exclude=["test", "test.*"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml")),
+        (f"share/{PACKAGE}/urdf", glob("urdf/*.urdf")),
+    ],
+    install_requires=["numpy>=1.24", "scipy>=1.10", "urdf-parser-py>=0.0.4", "numba>=0.59"],
+    extras_require={
+        "test": [
+            "pytest>=7",
+            "pytest-xdist>=3",
+            "pin>=3",
+            "example-robot-data>=4",
+            "modern-robotics>=1.1",
+        ],
+        "ros": [
+            "ros-rclpy",
+            "ros-rmw-fastrtps-cpp",
+            "ros-sensor-msgs",
+            "ros-std-msgs",
+            "ros-trajectory-msgs",
+            "ros-geometry-msgs",
+            "ros-diagnostic-msgs",
+            "ros-rosgraph-msgs",
+            "ros-std-srvs",
+        ],
+    },
+    zip_safe=True,
+    tests_require=["pytest"],
+    entry_points={
+        "console_scripts": [
+            "dynamics_node = robot_dynamics.nodes.dynamics_node:main",
+            "simulator_node = robot_dynamics.nodes.simulator_node:main",
+            "trajectory_publisher = robot_dynamics.nodes.trajectory_publisher:main",
+            "robot-dynamics = robot_dynamics.cli:main",
+        ]
+    },
+)

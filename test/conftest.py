@@ -1,0 +1,27 @@
+"""Test-session set-up shared by every test module.
+
+ROS isolation: each pytest run, and each pytest-xdist worker in it, gets its own
+``ROS_DOMAIN_ID`` and localhost-only discovery, set before any test imports rclpy,
+so parallel runs on one machine never see each other's topics.
+"""
+
+import os
+import random
+
+# Fast DDS accepts domains 0-101 (and 215-232); leave room for up to 16 workers.
+_DOMAIN_SPAN = 16
+_DOMAIN_MAX = 101
+
+
+def pytest_configure(config):
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    worker_input = getattr(config, "workerinput", None)
+    if worker_input is None:
+        # The controller (or a plain run) picks the base; workers inherit it through the environment.
+        base = random.randrange(1, _DOMAIN_MAX - _DOMAIN_SPAN)
+        os.environ["ROBOT_DYNAMICS_TEST_DOMAIN_BASE"] = str(base)
+        os.environ["ROS_DOMAIN_ID"] = str(base)
+    else:
+        base = int(os.environ["ROBOT_DYNAMICS_TEST_DOMAIN_BASE"])
+        worker_index = int(worker_input["workerid"].removeprefix("gw"))
+        os.environ["ROS_DOMAIN_ID"] = str(base + 1 + worker_index % (_DOMAIN_SPAN - 1))
