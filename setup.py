@@ -28,6 +28,10 @@ setup(
             "pin>=3",
             "example-robot-data>=4",
             "modern-robotics>=1.1",
+            # test/test_colcon.py builds the package the ROS 2 workspace way
+            "colcon-common-extensions",
+            "colcon-ros",
+            "ros-ament-package",
         ],
         "ros": [
             "ros-rclpy",

@@ -173,7 +173,10 @@ def _tree(robot):
     if not links:
         raise URDFError("the URDF has no links")
     if not roots:
-        raise URDFError("the URDF has no root link: every link is a joint's child (kinematic loop)")
+        raise URDFError(
+            "the URDF has no root link: every link is a joint's child (kinematic loop through "
+            + ", ".join(map(repr, links)) + ")"
+        )
     if len(roots) > 1:
         raise URDFError(
             "the URDF has several root links (links that are no joint's child): " + ", ".join(map(repr, roots))
