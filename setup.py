@@ -33,6 +33,8 @@ setup(
             "colcon-ros",
             "ros-ament-package",
         ],
+        # the demo's plot (robot-dynamics demo / ./dev demo)
+        "demo": ["matplotlib>=3.5"],
         "ros": [
             "ros-rclpy",
             "ros-rmw-fastrtps-cpp",

@@ -1,0 +1,76 @@
+"""The robots bundled with robot_dynamics (``urdf/*.urdf``), found wherever the package is.
+
+============== ======================================================================
+name           robot
+============== ======================================================================
+planar_2r      Lynch & Park's planar 2R point-mass arm (section 9.1), the textbook check
+arm7_gripper   a 7-joint arm with a two-finger gripper (mimic finger): the demo robot
+cartesian_3dof a three-axis Cartesian gantry (prismatic joints)
+============== ======================================================================
+
+The files are looked up, in this order, in
+
+1. the source checkout, when the package is imported from one (``urdf/`` next to the
+   ``robot_dynamics/`` package directory, beside ``setup.py``), so that an editable install
+   always uses the files being edited;
+2. a ROS 2 install: ``share/robot_dynamics/urdf`` of the ament index (when ``ament_index_python``
+   is importable and knows the package);
+3. a pip install: ``<sys.prefix>/share/robot_dynamics/urdf`` (``setup.py``'s ``data_files``).
+
+>>> sorted(bundled_robot_names())
+['arm7_gripper', 'cartesian_3dof', 'planar_2r']
+>>> bundled_urdf("planar_2r").name
+'planar_2r.urdf'
+"""
+
+import sys
+from pathlib import Path
+
+PACKAGE = "robot_dynamics"
+DEMO_ROBOT = "arm7_gripper"
+
+
+def _candidate_dirs():
+    checkout = Path(__file__).resolve().parents[1]
+    if (checkout / "setup.py").is_file():
+        yield checkout / "urdf"
+    try:
+        from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+    except ImportError:
+        pass
+    else:
+        try:
+            yield Path(get_package_share_directory(PACKAGE)) / "urdf"
+        except (PackageNotFoundError, LookupError, ValueError, OSError):  # OSError: no AMENT_PREFIX_PATH
+            pass
+    yield Path(sys.prefix) / "share" / PACKAGE / "urdf"
+
+
+def _urdf_dirs():
+    seen = []
+    for directory in _candidate_dirs():
+        if directory.is_dir() and directory not in seen:
+            seen.append(directory)
+    return seen
+
+
+def bundled_robot_names():
+    """Names of the bundled robots (``urdf/<name>.urdf``), sorted; empty if none are found."""
+    return sorted({path.name[: -len(".urdf")] for directory in _urdf_dirs() for path in directory.glob("*.urdf")})
+
+
+def bundled_urdf(name):
+    """Path of the bundled robot ``name`` (``"arm7_gripper"`` or ``"arm7_gripper.urdf"``).
+
+    Raises ``LookupError`` naming the known robots when there is no such robot.
+    """
+    name = str(name)
+    stem = name[: -len(".urdf")] if name.endswith(".urdf") else name
+    if not stem or "/" in stem or "\\" in stem:
+        raise LookupError(f"{name!r} is not a bundled robot name")
+    for directory in _urdf_dirs():
+        path = directory / f"{stem}.urdf"
+        if path.is_file():
+            return path
+    known = ", ".join(bundled_robot_names()) or "none found"
+    raise LookupError(f"unknown robot {name!r} (bundled robots: {known})")
