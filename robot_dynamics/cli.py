@@ -7,7 +7,7 @@ Subcommands::
     robot-dynamics gravity URDF --q ...           holding torques g(q)
     robot-dynamics mass-matrix URDF --q ...       M(q)
     robot-dynamics demo                           the closed-loop computed-torque demo (ROS 2)
-    robot-dynamics bench [core|node|simulator]    the benchmarks (source checkout)
+    robot-dynamics bench [core|node|simulator]    the benchmarks (need the test extra)
 
 ``URDF`` is a file path or the name of a bundled robot (``planar_2r``, ``arm7_gripper``,
 ``cartesian_3dof``). ``--q`` takes the joint values in model order (``--q 0 0.5``, also
@@ -313,33 +313,17 @@ def print_matrix(model, q, M, title, out):
 # ----------------------------------------------------------------------------------------------
 
 def load_benchmark(name):
-    """The benchmark module for ``name`` (core, node, simulator).
+    """The benchmark module ``robot_dynamics.benchmarks.<name>``; each has ``main(argv=None)``.
 
-    Looked up as ``robot_dynamics.benchmarks.<name>`` (installed with the package), then
-    ``robot_dynamics.benchmarks.bench_<name>``, then ``benchmarks/bench_<name>.py`` of a source
-    checkout. Each exposes ``main(argv=None)``.
+    They measure against Pinocchio and read example-robot-data: ``pip install .[test]``.
     """
-    for module_name in (f"robot_dynamics.benchmarks.{name}", f"robot_dynamics.benchmarks.bench_{name}"):
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name is None or not module_name.startswith(error.name):
-                raise  # the benchmark exists but one of its own imports is missing
-            continue
-        return _with_main(module, module_name)
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"bench_{name}.py"
-    if not path.is_file():
-        raise CLIError(f"benchmark {name!r} not found (neither robot_dynamics.benchmarks.{name} nor {path})")
-    spec = importlib.util.spec_from_file_location(f"_robot_dynamics_bench_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return _with_main(module, str(path))
-
-
-def _with_main(module, where):
-    if not callable(getattr(module, "main", None)):
-        raise CLIError(f"{where} has no main(argv) function")
-    return module
+    module_name = f"robot_dynamics.benchmarks.{name}"
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name == module_name:
+            raise CLIError(f"benchmark {name!r} not found") from None
+        raise CLIError(f"benchmark {name!r} needs {error.name!r}: pip install .[test,ros]") from None
 
 
 def run_benchmarks(names, argv):

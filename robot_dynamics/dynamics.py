@@ -21,7 +21,7 @@ import math
 import numba
 import numpy as np
 
-from .model import COORDINATE, KIND, MASS, MULTIPLIER, OFFSET, PARENT, PRISMATIC, REVOLUTE
+from .model import COORDINATE, KIND, MASS, MULTIPLIER, OFFSET, PARENT, REVOLUTE
 from .spatial import (
     add, axis_angle, body_force, compose, cross, dot, force_to_parent, inertia_times,
     inertia_to_parent, rotate, rotate_back, scale,

@@ -16,61 +16,27 @@ Nothing here imports ``robot_dynamics``: the helpers describe the robots indepen
 
 from __future__ import annotations
 
-import glob
-import importlib.metadata
 import math
-import os
-import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from robot_dynamics.benchmarks.robots import ROBOT_FILES, example_robot_path
 
 # --------------------------------------------------------------------------------------------
 # example-robot-data
 # --------------------------------------------------------------------------------------------
 
 #: The robots of example-robot-data usable with a fixed base, and their URDF files.
-ERD_ROBOTS = {
-    "panda": "panda_description/urdf/panda.urdf",
-    "ur5": "ur_description/urdf/ur5_robot.urdf",
-    "ur10": "ur_description/urdf/ur10_robot.urdf",
-    "kinova": "kinova_description/robots/kinova.urdf",
-    "double_pendulum": "double_pendulum_description/urdf/double_pendulum.urdf",
-    "double_pendulum_continuous": "double_pendulum_description/urdf/double_pendulum_continuous.urdf",
-    "baxter": "baxter_description/urdf/baxter.urdf",
-    "pr2": "pr2_description/urdf/pr2.urdf",
-    "talos_left_arm": "talos_data/robots/talos_left_arm.urdf",
-    "talos_reduced": "talos_data/robots/talos_reduced.urdf",
-    "talos_full_v2": "talos_data/robots/talos_full_v2.urdf",
-}
+ERD_ROBOTS = ROBOT_FILES
 
 #: Robots whose URDF has <mimic> tags on moving joints.
 ERD_MIMIC_ROBOTS = ("panda", "baxter", "pr2", "talos_full_v2")
 
 
-def erd_robots_dir() -> str:
-    """The ``robots`` directory of the installed example-robot-data wheel."""
-    rel = os.path.join("cmeel.prefix", "share", "example-robot-data", "robots")
-    try:
-        dist = importlib.metadata.distribution("example-robot-data")
-        candidate = str(dist.locate_file(rel))
-        if os.path.isdir(candidate):
-            return candidate
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    for entry in sys.path:
-        for candidate in glob.glob(os.path.join(entry, rel)):
-            if os.path.isdir(candidate):
-                return candidate
-    raise FileNotFoundError("example-robot-data is not installed (pip install example-robot-data)")
-
-
 def erd_path(robot: str) -> str:
-    path = os.path.join(erd_robots_dir(), ERD_ROBOTS[robot])
-    if not os.path.isfile(path):
-        raise FileNotFoundError(path)
-    return path
+    return str(example_robot_path(robot))
 
 
 def read_text(path: str) -> str:

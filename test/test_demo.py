@@ -73,6 +73,7 @@ def _demo_command():
     return [str(script)] if script.is_file() else [sys.executable, "-m", "robot_dynamics.cli"]
 
 
+@pytest.mark.realtime
 def test_short_demo_prints_the_summary_and_writes_the_plot(tmp_path):
     pytest.importorskip("rclpy", reason="the demo needs ROS 2 (pip install .[ros])")
     pytest.importorskip("matplotlib", reason="the demo needs matplotlib")

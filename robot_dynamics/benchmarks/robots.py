@@ -29,7 +29,19 @@ def example_robot_path(name):
     raise FileNotFoundError(f"example-robot-data has no {ROBOT_FILES[name]}")
 
 
+def fix_joints(xml, names):
+    """The URDF text with the named joints turned into fixed joints (their mimic tags dropped)."""
+    for name in names:
+        pattern = re.compile(r'(<joint\b[^>]*\bname="%s"[^>]*>)(.*?)(</joint>)' % re.escape(name), re.S)
+        match = pattern.search(xml)
+        if match is None:
+            raise ValueError(f"joint {name!r} not found")
+        head = re.sub(r'type="[^"]*"', 'type="fixed"', match.group(1))
+        body = re.sub(r"<mimic\b[^>]*/>", "", match.group(2))
+        xml = xml[: match.start()] + head + body + match.group(3) + xml[match.end():]
+    return xml
+
+
 def panda7_urdf():
     """Panda with its two finger joints made fixed: the 7-joint arm the benchmarks quote."""
-    xml = example_robot_path("panda").read_text()
-    return re.sub(r'(<joint name="panda_finger_joint[12]" type=)"prismatic"', r'\1"fixed"', xml)
+    return fix_joints(example_robot_path("panda").read_text(), ["panda_finger_joint1", "panda_finger_joint2"])

@@ -1,0 +1,260 @@
+"""Helpers for the ROS 2 end-to-end tests: node processes, a test node spinning in a thread,
+message collectors that wait on events, parameter calls, robots from example-robot-data.
+
+Nothing here sleeps a fixed time to "let discovery happen": everything polls with a timeout.
+The ROS_DOMAIN_ID and localhost-only discovery are set by conftest.py before rclpy is used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+
+REPO = Path(__file__).resolve().parents[1]
+DISCOVERY_TIMEOUT = 15.0  # s: discovery takes up to ~2.5 s here, more on a loaded machine
+WAIT_TIMEOUT = 10.0  # s, for anything that should happen "soon"
+
+
+# --- robots ------------------------------------------------------------------------------------
+# --- node processes ----------------------------------------------------------------------------
+def write_params(path: Path, params: dict) -> Path:
+    """A ROS 2 params file applying ``params`` to every node (``/**``); values written as JSON
+    (valid YAML; carries URDF strings exactly)."""
+    lines = ["/**:", "  ros__parameters:"]
+    for key, value in params.items():
+        lines.append(f"    {key}: {json.dumps(value)}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def ros_env(**extra) -> dict:
+    env = dict(os.environ)
+    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+def executable(name: str) -> list[str]:
+    """The console script next to this interpreter, else ``python -m`` its module."""
+    script = Path(sys.executable).with_name(name)
+    if script.is_file():
+        return [str(script)]
+    module = {"dynamics_node": "robot_dynamics.nodes.dynamics_node"}[name]
+    return [sys.executable, "-m", module]
+
+
+class NodeProcess:
+    """A node executable in its own process; output goes to ``log_path``."""
+
+    def __init__(self, name: str, log_path: Path, params_file: Path | None = None, namespace: str = "",
+                 ros_args=()):
+        cmd = [*executable(name), "--ros-args"]
+        if params_file is not None:
+            cmd += ["--params-file", str(params_file)]
+        if namespace:
+            cmd += ["-r", f"__ns:={namespace}"]
+        cmd += list(ros_args)
+        self.log_path = log_path
+        self._log = open(log_path, "wb")
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=ros_env())
+
+    def log(self) -> str:
+        if not self._log.closed:
+            self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def wait_log(self, text: str, timeout: float = WAIT_TIMEOUT) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            out = self.log()
+            if text in out:
+                return out
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"{text!r} not in the node's log:\n{self.log()}")
+
+    def stop(self) -> int:
+        """SIGINT -> wait -> SIGTERM -> wait -> SIGKILL; the exit code."""
+        for sig, wait in ((signal.SIGINT, 5.0), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+            if self.proc.poll() is not None:
+                break
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(wait)
+            except subprocess.TimeoutExpired:
+                continue
+        self._log.close()
+        return self.proc.returncode
+
+
+# --- the test node -----------------------------------------------------------------------------
+class Collector:
+    """Keeps every message of one subscription; waits on a condition variable."""
+
+    def __init__(self):
+        self.messages = []
+        self.times = []  # time.monotonic() at which each message arrived
+        self._cond = threading.Condition()
+
+    def __call__(self, msg):
+        with self._cond:
+            self.messages.append(msg)
+            self.times.append(time.monotonic())
+            self._cond.notify_all()
+
+    def clear(self):
+        with self._cond:
+            self.messages.clear()
+            self.times.clear()
+
+    def wait_for(self, predicate=lambda m: True, timeout: float = WAIT_TIMEOUT, what: str = "a message",
+                 since: float | None = None):
+        """The first kept message satisfying ``predicate`` (waiting up to ``timeout``); with
+        ``since`` (a time.monotonic() value) only messages that arrived after it count."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            seen = 0
+            while True:
+                for msg, t in zip(self.messages[seen:], self.times[seen:]):
+                    if (since is None or t >= since) and predicate(msg):
+                        return msg
+                seen = len(self.messages)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+                self._cond.wait(left)
+
+    def find(self, predicate):
+        with self._cond:
+            return [m for m in self.messages if predicate(m)]
+
+
+class RosHarness:
+    """A test node in this process with its own context, spun by a SingleThreadedExecutor thread."""
+
+    def __init__(self, name: str = "test_harness", namespace: str = ""):
+        import rclpy
+        from rclpy.context import Context
+        from rclpy.executors import SingleThreadedExecutor
+
+        self.context = Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(name, namespace=namespace, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self._extra_nodes = []
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self):
+        from rclpy.executors import ExternalShutdownException
+
+        try:
+            while self.context.ok():
+                self.executor.spin_once(timeout_sec=0.05)
+        except (ExternalShutdownException, Exception):  # noqa: BLE001 - context shut down at teardown
+            pass
+
+    def add_node(self, name: str, namespace: str = "", **kwargs):
+        """Another node in this process (e.g. a fake robot_state_publisher)."""
+        import rclpy
+
+        node = rclpy.create_node(name, namespace=namespace, context=self.context, **kwargs)
+        self.executor.add_node(node)
+        self._extra_nodes.append(node)
+        return node
+
+    def remove_node(self, node):
+        self.executor.remove_node(node)
+        node.destroy_node()
+        self._extra_nodes.remove(node)
+
+    def close(self):
+        self.context.try_shutdown()
+        self._thread.join(5.0)
+        for node in self._extra_nodes:
+            node.destroy_node()
+        self.node.destroy_node()
+
+    def publisher(self, msg_type, topic: str, qos=10):
+        return self.node.create_publisher(msg_type, topic, qos)
+
+    def collect(self, msg_type, topic: str, qos=None) -> Collector:
+        from rclpy.qos import qos_profile_sensor_data
+
+        collector = Collector()
+        self.node.create_subscription(msg_type, topic, collector, qos if qos is not None else qos_profile_sensor_data)
+        return collector
+
+    def wait_for_subscriber(self, publisher, timeout: float = DISCOVERY_TIMEOUT):
+        wait_until(lambda: publisher.get_subscription_count() > 0, timeout,
+                   f"a subscriber on {publisher.topic_name}")
+
+    def wait_for_publisher(self, topic: str, timeout: float = DISCOVERY_TIMEOUT):
+        wait_until(lambda: self.node.count_publishers(topic) > 0, timeout, f"a publisher on {topic}")
+
+    def call(self, srv_type, service: str, request, timeout: float = DISCOVERY_TIMEOUT):
+        client = self.node.create_client(srv_type, service)
+        try:
+            if not client.wait_for_service(timeout_sec=timeout):
+                raise AssertionError(f"service {service} not available")
+            done = threading.Event()
+            future = client.call_async(request)
+            future.add_done_callback(lambda _f: done.set())
+            if not done.wait(timeout):
+                raise AssertionError(f"no answer from {service}")
+            return future.result()
+        finally:
+            self.node.destroy_client(client)
+
+    def set_parameters(self, node_fqn: str, values: dict):
+        """SetParametersResult per parameter, set through ``node_fqn``'s parameter service."""
+        from rcl_interfaces.srv import SetParameters
+        from rclpy.parameter import Parameter
+
+        request = SetParameters.Request(
+            parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()]
+        )
+        return self.call(SetParameters, f"{node_fqn}/set_parameters", request).results
+
+    def get_parameters(self, node_fqn: str, names):
+        from rcl_interfaces.srv import GetParameters
+        from rclpy.parameter import parameter_value_to_python
+
+        response = self.call(GetParameters, f"{node_fqn}/get_parameters", GetParameters.Request(names=list(names)))
+        return [parameter_value_to_python(v) for v in response.values]
+
+
+def wait_until(predicate, timeout: float = WAIT_TIMEOUT, what: str = "a condition", period: float = 0.02):
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(period)
+
+
+def publish_until(publish, collector: Collector, predicate, timeout: float = WAIT_TIMEOUT, period: float = 0.05,
+                  what: str = "an answer", since: float | None = None):
+    """Call ``publish()`` every ``period`` until ``collector`` has a message satisfying
+    ``predicate``; that message. For inputs that must be fresh together (best-effort inputs,
+    timeouts of a tenth of a second), repeating is what makes the test independent of timing."""
+    deadline = time.monotonic() + timeout
+    while True:
+        publish()
+        try:
+            return collector.wait_for(predicate, timeout=period, what=what, since=since)
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout} s waiting for {what}") from None

@@ -1,0 +1,429 @@
+"""The simulator node over real ROS 2 topics: the node in its own process, this test as a peer.
+
+One simulator process (Panda-7, at the home pose, no damping/friction) serves the interface
+tests; each test resets it and sets the parameters it needs (zero gravity where a motion is
+compared with M^-1 tau, so nothing but the command moves the arm).  A second process checks
+``real_time_factor: 0`` with ``publish_clock``.  Checked:
+
+- joint_states: the model's joints, ~publish_rate, the initial state exactly after ~/reset;
+- effort_command (``joints`` order, the parameter reorders it) and effort_command_named (by
+  name, any subset): the applied effort is what was commanded, and the arm accelerates along
+  M(q)^-1 tau (cosine > 0.99);
+- effort saturation at the URDF limit (87 N m) shown in joint_states.effort, and not when
+  enforce_effort_limits is false;
+- rejection of non-finite, wrong-length and unknown-name commands and of bad wrenches: a warning
+  in the log, nothing changes;
+- command_timeout: a stale command becomes zero torque, warned once;
+- external_wrench at header.frame_id: the arm accelerates along M^-1 J^T F; a zero wrench clears it;
+- ~/pause freezes time and state; ~/reset restores the initial state;
+- an absurd wrench (1e300 N) makes the state non-finite: integration stops, /diagnostics says so
+  (ERROR), joint_states keep coming, finite, with a frozen stamp; ~/reset recovers;
+- real_time_factor 0 runs faster than real time; /clock is the stamps' time base.
+"""
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy is not installed (pip install .[ros])")
+
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from geometry_msgs.msg import WrenchStamped  # noqa: E402
+from rosgraph_msgs.msg import Clock  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+from std_srvs.srv import SetBool, Trigger  # noqa: E402
+
+import robot_dynamics as rd  # noqa: E402
+from robot_dynamics.benchmarks.robots import panda7_urdf  # noqa: E402
+
+from ros_helpers import (  # noqa: E402
+    Collector, NodeProcess, RosHarness, wait_until, write_params,
+)
+
+NODE = "/robot_dynamics_simulator"
+HOME = [0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.8]
+START_TIMEOUT = 45.0  # s: Python start-up, numba cache load, discovery, on a busy 2-core machine
+
+
+def stamp(msg):
+    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+
+
+def level(status):
+    """A DiagnosticStatus level as an int (rclpy gives the byte field as bytes)."""
+    return status.level if isinstance(status.level, int) else ord(status.level)
+
+
+class Received:
+    """A message and the monotonic time this process received it."""
+
+    __slots__ = ("t", "msg")
+
+    def __init__(self, msg):
+        self.t, self.msg = time.monotonic(), msg
+
+
+def collect(harness, msg_type, topic, qos=None):
+    """A ros_helpers Collector of :class:`Received` messages."""
+    from rclpy.qos import qos_profile_sensor_data
+
+    collector = Collector()
+    harness.node.create_subscription(msg_type, topic, lambda m: collector(Received(m)),
+                                     qos if qos is not None else qos_profile_sensor_data)
+    return collector
+
+
+@pytest.fixture(scope="module")
+def model():
+    return rd.load_urdf(panda7_urdf())
+
+
+@pytest.fixture(scope="module")
+def harness():
+    ros = RosHarness("simulator_probe")
+    yield ros
+    ros.close()
+
+
+@pytest.fixture(scope="module")
+def simulator(tmp_path_factory, harness):
+    """The simulator process, and the collectors of its outputs."""
+    tmp = tmp_path_factory.mktemp("simulator")
+    params = write_params(tmp / "params.yaml", {
+        "robot_description": panda7_urdf(), "initial_positions": HOME,
+        "apply_damping": False, "apply_friction": False, "command_timeout": 0.0,
+    })
+    process = NodeProcess("simulator_node", tmp / "simulator.log", params)
+    states = collect(harness, JointState, "joint_states")
+    diagnostics = collect(harness, DiagnosticArray, "/diagnostics", qos=10)
+    try:
+        states.wait_for(timeout=START_TIMEOUT, what="joint_states from the simulator")
+        yield process, states, diagnostics
+    finally:
+        code = process.stop()
+        assert code in (0, -2, 130), f"simulator exited with {code}:\n{process.log()}"
+
+
+class Rig:
+    """Publishers and helpers around the shared simulator."""
+
+    def __init__(self, harness, simulator, model):
+        self.harness, self.model = harness, model
+        self.process, self.states, self.diagnostics = simulator
+        self.command = harness.publisher(Float64MultiArray, "effort_command")
+        self.named = harness.publisher(JointState, "effort_command_named")
+        self.wrench = harness.publisher(WrenchStamped, "external_wrench")
+        for publisher in (self.command, self.named, self.wrench):
+            harness.wait_for_subscriber(publisher)
+
+    def set(self, **values):
+        results = self.harness.set_parameters(NODE, values)
+        assert all(r.successful for r in results), [r.reason for r in results]
+
+    def reset(self):
+        response = self.harness.call(Trigger, f"{NODE}/reset", Trigger.Request())
+        assert response.success, response.message
+        return response
+
+    def pause(self, on):
+        response = self.harness.call(SetBool, f"{NODE}/pause", SetBool.Request(data=on))
+        assert response.success
+        return response
+
+    def after(self, t0, predicate=lambda m: True, timeout=10.0, what="joint_states"):
+        """The first joint_states message received after monotonic time t0 satisfying predicate."""
+        return self.states.wait_for(lambda r: r.t > t0 and predicate(r.msg), timeout=timeout, what=what).msg
+
+    def since(self, t0):
+        return [r.msg for r in self.states.messages if r.t > t0]
+
+    def latest(self, settle=0.05):
+        time.sleep(settle)
+        return self.states.messages[-1].msg
+
+    def send_named(self, names, efforts):
+        self.named.publish(JointState(name=list(names), effort=[float(e) for e in efforts]))
+
+    def send_wrench(self, link, force=(0, 0, 0), torque=(0, 0, 0)):
+        msg = WrenchStamped()
+        msg.header.frame_id = link
+        msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = map(float, force)
+        msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = map(float, torque)
+        self.wrench.publish(msg)
+
+    def by_name(self, msg, field="position"):
+        values = dict(zip(msg.name, getattr(msg, field)))
+        return np.array([values[n] for n in self.model.joint_names])
+
+    def simulation_status(self, predicate, timeout=5.0, what="a simulation status"):
+        def matching(array):
+            return any(s.name.endswith(": simulation") and predicate(s) for s in array.status)
+        t0 = time.monotonic()
+        array = self.diagnostics.wait_for(lambda r: r.t > t0 and matching(r.msg), timeout=timeout, what=what).msg
+        return next(s for s in array.status if s.name.endswith(": simulation"))
+
+
+@pytest.fixture
+def rig(harness, simulator, model):
+    rig = Rig(harness, simulator, model)
+    rig.set(gravity=[0.0, 0.0, -9.81], joints=[], enforce_effort_limits=True, command_timeout=0.0)
+    rig.pause(False)
+    rig.send_wrench("panda_hand")  # none
+    rig.reset()
+    yield rig
+    rig.send_wrench("panda_hand")
+
+
+# ------------------------------------------------------------------------------------------------
+
+def test_joint_states_rate_names_and_the_initial_state(rig, model):
+    t0 = time.monotonic()
+    rig.reset()
+    first = rig.after(t0, lambda m: np.array_equal(rig.by_name(m), HOME), what="the initial state")
+    assert list(first.name) == list(model.joint_names)
+    np.testing.assert_array_equal(rig.by_name(first, "velocity"), np.zeros(7))
+    np.testing.assert_array_equal(rig.by_name(first, "effort"), np.zeros(7))
+    rig.simulation_status(lambda s: True)
+    status = rig.simulation_status(lambda s: True)  # a whole diagnostics period after the reset
+    rate = float(dict((kv.key, kv.value) for kv in status.values)["joint_states per second"])
+    assert 450 < rate < 550, f"joint_states at {rate:.0f} Hz (the node's count), publish_rate 500"
+    window = [r.msg for r in rig.states.messages if r.t > t0 + 0.2]
+    spacing = np.diff([stamp(m) for m in window])
+    assert np.median(spacing) == pytest.approx(0.002, abs=1e-6)
+    assert spacing.min() > 0
+    assert all(np.isfinite(m.position).all() for m in window)
+
+
+def test_effort_command_is_applied_and_accelerates_along_m_inverse_tau(rig, model):
+    rig.set(gravity=[0.0, 0.0, 0.0])
+    tau = np.array([0.2, -0.3, 0.1, 0.2, 0.03, -0.02, 0.01])  # ~1 rad/s^2: small motion, M(q) ~ M(home)
+    t0 = time.monotonic()
+    rig.reset()
+    while time.monotonic() - t0 < 0.3:
+        rig.command.publish(Float64MultiArray(data=tau.tolist()))
+        time.sleep(0.01)
+    msg = rig.latest()
+    np.testing.assert_array_equal(rig.by_name(msg, "effort"), tau)
+    qd = rig.by_name(msg, "velocity")
+    expected = np.linalg.solve(rd.mass_matrix(model, HOME), tau)
+    cosine = qd @ expected / np.linalg.norm(qd) / np.linalg.norm(expected)
+    assert cosine > 0.99, f"velocity {qd} not along M^-1 tau {expected}"
+
+
+def test_effort_saturation_is_shown_in_joint_states(rig):
+    rig.set(gravity=[0.0, 0.0, 0.0])
+    command = [1000.0, -1000.0, 0.0, 0.0, 50.0, 0.0, -5.0]
+    rig.command.publish(Float64MultiArray(data=command))
+    effort = rig.by_name(rig.after(time.monotonic(), lambda m: m.effort[0] != 0.0), "effort")
+    np.testing.assert_array_equal(effort, [87.0, -87.0, 0.0, 0.0, 12.0, 0.0, -5.0])
+    rig.set(enforce_effort_limits=False)
+    rig.command.publish(Float64MultiArray(data=command))
+    effort = rig.by_name(rig.after(time.monotonic(), lambda m: m.effort[0] > 100), "effort")
+    np.testing.assert_array_equal(effort, command)
+
+
+def test_named_commands_set_the_joints_they_name(rig):
+    rig.set(gravity=[0.0, 0.0, 0.0])
+    rig.send_named(["panda_joint7", "panda_joint2"], [1.5, -2.0])
+    msg = rig.after(time.monotonic(), lambda m: m.effort[6] != 0.0, what="the named command")
+    np.testing.assert_array_equal(rig.by_name(msg, "effort"), [0, -2.0, 0, 0, 0, 0, 1.5])
+    rig.send_named(["panda_joint1"], [0.5])  # another subset: merged
+    msg = rig.after(time.monotonic(), lambda m: m.effort[0] != 0.0)
+    np.testing.assert_array_equal(rig.by_name(msg, "effort"), [0.5, -2.0, 0, 0, 0, 0, 1.5])
+
+
+def test_joints_parameter_orders_effort_command_and_joint_states(rig, model):
+    rig.set(gravity=[0.0, 0.0, 0.0], joints=list(reversed(model.joint_names)))
+    rig.command.publish(Float64MultiArray(data=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]))
+    msg = rig.after(time.monotonic(), lambda m: m.effort[0] == 1.0)
+    assert list(msg.name) == list(reversed(model.joint_names))
+    np.testing.assert_array_equal(rig.by_name(msg, "effort"), [7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0])
+    results = rig.harness.set_parameters(NODE, {"joints": ["panda_joint1", "no_such_joint"]})
+    assert not results[0].successful and "no_such_joint" in results[0].reason
+
+
+def test_bad_inputs_are_rejected_with_a_warning_and_change_nothing(rig):
+    rig.set(gravity=[0.0, 0.0, 0.0])
+    good = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    rig.command.publish(Float64MultiArray(data=good))
+    rig.after(time.monotonic(), lambda m: m.effort[0] == 1.0)
+    rig.command.publish(Float64MultiArray(data=[math.nan] + good[1:]))
+    rig.command.publish(Float64MultiArray(data=good[:6]))
+    rig.send_named(["panda_joint1", "panda_finger_joint1"], [5.0, 5.0])
+    rig.send_named(["panda_joint1"], [math.inf])
+    rig.send_wrench("no_such_link", force=(1, 0, 0))
+    rig.send_wrench("panda_hand", force=(math.nan, 0, 0))
+    log = rig.process.wait_log("effort_command message rejected")
+    wait_until(lambda: all(text in rig.process.log() for text in (
+        "effort_command_named message rejected", "external_wrench message rejected")), what="rejection warnings")
+    log = rig.process.log()
+    assert "non-finite effort for ['panda_joint1']" in log or "values, expected 7" in log
+    assert "unknown joints ['panda_finger_joint1']" in log or "non-finite effort" in log
+    status = rig.simulation_status(lambda s: True)
+    assert dict((kv.key, kv.value) for kv in status.values)["external wrenches"] == "[]"
+    time.sleep(0.1)
+    msg = rig.latest()
+    np.testing.assert_array_equal(rig.by_name(msg, "effort"), good)
+    assert np.isfinite(msg.position).all() and np.isfinite(msg.velocity).all()
+
+
+def test_command_timeout_zeroes_a_stale_command_and_warns_once(rig):
+    rig.set(gravity=[0.0, 0.0, 0.0], command_timeout=0.2)
+    rig.send_named(["panda_joint3"], [1.0])
+    rig.after(time.monotonic(), lambda m: m.effort[2] == 1.0, what="the command")
+    msg = rig.after(time.monotonic(), lambda m: m.effort[2] == 0.0, timeout=2.0, what="zero torque after the timeout")
+    assert np.all(np.asarray(msg.effort) == 0.0)
+    log = rig.process.wait_log("no effort command for ['panda_joint3'] in the last 0.2 s")
+    assert log.count("no effort command for ['panda_joint3']") == 1
+
+
+def test_external_wrench_accelerates_along_the_jacobian_transpose(rig, model):
+    rig.set(gravity=[0.0, 0.0, 0.0])
+    wrench = np.array([0.0, 0.05, 0.0, 0.0, 0.0, 1.0])  # [moment; force], world axes, at panda_hand's origin
+    t0 = time.monotonic()
+    rig.reset()
+    while time.monotonic() - t0 < 0.2:
+        rig.send_wrench("panda_hand", force=wrench[3:], torque=wrench[:3])
+        time.sleep(0.02)
+    qd = rig.by_name(rig.latest(), "velocity")
+    J = rd.jacobian(model, HOME, "panda_hand")
+    expected = np.linalg.solve(rd.mass_matrix(model, HOME), J.T @ wrench)
+    cosine = qd @ expected / np.linalg.norm(qd) / np.linalg.norm(expected)
+    assert cosine > 0.99, f"velocity {qd} not along M^-1 J^T F {expected}"
+    status = rig.simulation_status(lambda s: "panda_hand" in dict((kv.key, kv.value) for kv in s.values)
+                                   .get("external wrenches", ""), what="the wrench in the diagnostics")
+    assert level(status) == 0
+    rig.send_wrench("panda_hand")  # a zero wrench removes it
+    rig.simulation_status(lambda s: dict((kv.key, kv.value) for kv in s.values).get("external wrenches") == "[]",
+                          what="the wrench cleared")
+
+
+def test_pause_freezes_and_reset_restores_the_initial_state(rig):
+    rig.pause(True)
+    time.sleep(0.1)  # let the messages published before the pause arrive
+    frozen = rig.after(time.monotonic())
+    time.sleep(0.3)
+    later = rig.latest()
+    assert stamp(later) == stamp(frozen)
+    np.testing.assert_array_equal(later.position, frozen.position)
+    rig.pause(False)
+    moving = rig.after(time.monotonic(), lambda m: stamp(m) > stamp(frozen) + 0.1, what="time to run again")
+    assert not np.array_equal(moving.position, frozen.position)  # zero torque: the arm falls
+    t0 = time.monotonic()
+    rig.reset()
+    rig.after(t0, lambda m: np.array_equal(rig.by_name(m), HOME), what="the initial state after ~/reset")
+
+
+def test_non_finite_state_stops_integration_reports_it_and_reset_recovers(rig):
+    rig.send_wrench("panda_hand", force=(1e300, 1e300, 0.0))
+    status = rig.simulation_status(lambda s: level(s) == 2, what="an ERROR status")
+    assert "integration stopped" in status.message and "non-finite" in status.message
+    rig.process.wait_log("Integration stopped")
+    time.sleep(0.3)
+    recent = [r.msg for r in rig.states.messages[-50:]]
+    assert len({stamp(m) for m in recent}) == 1, "the stale state keeps its stamp"
+    for msg in recent:
+        assert np.isfinite(msg.position).all() and np.isfinite(msg.velocity).all() and np.isfinite(msg.effort).all()
+    rig.reset()  # also drops the wrench
+    t0 = time.monotonic()
+    rig.simulation_status(lambda s: level(s) == 0, what="OK after the reset")
+    first = rig.after(t0)
+    later = rig.after(time.monotonic(), lambda m: stamp(m) > stamp(first) + 0.05)
+    assert np.isfinite(later.position).all()
+
+
+def test_parameters_change_live_and_bad_values_are_rejected(rig):
+    rig.set(integrator="euler", physics_rate=2000.0)
+    status = rig.simulation_status(lambda s: "euler at 2000 Hz" in str([kv.value for kv in s.values]),
+                                   what="the new integrator in the diagnostics")
+    assert level(status) in (0, 1)
+    rig.set(integrator="rk4", physics_rate=1000.0)
+    for name, value in (("integrator", "leapfrog"), ("physics_rate", -5.0), ("gravity", [0.0, 1.0]),
+                        ("initial_positions", [0.0, 1.0])):
+        results = rig.harness.set_parameters(NODE, {name: value})
+        assert not results[0].successful, f"{name}={value!r} accepted"
+    assert not rig.harness.set_parameters(NODE, {"publish_clock": True})[0].successful  # read-only
+
+
+def test_as_fast_as_possible_with_clock(harness, tmp_path):
+    """real_time_factor 0 and publish_clock: /clock starts at 0, is the stamps' time, and runs faster than the wall."""
+    params = write_params(tmp_path / "fast.yaml", {
+        "robot_description": panda7_urdf(), "initial_positions": HOME, "real_time_factor": 0.0,
+        "publish_clock": True, "gravity": [0.0, 0.0, 0.0],
+    })
+    namespace = "/fast"
+    clock = collect(harness, Clock, "/clock", qos=10)
+    states = collect(harness, JointState, f"{namespace}/joint_states")
+    process = NodeProcess("simulator_node", tmp_path / "fast.log", params, namespace=namespace)
+    try:
+        first = states.wait_for(timeout=START_TIMEOUT, what="joint_states of the fast simulator").msg
+        assert stamp(first) < 1000.0  # simulated time from 0, not the wall clock (~1.8e9 s)
+        t0, s0 = time.monotonic(), stamp(states.messages[-1].msg)
+        time.sleep(2.0)
+        s1 = stamp(states.messages[-1].msg)
+        factor = (s1 - s0) / (time.monotonic() - t0)
+        assert factor > 2.0, f"real_time_factor 0 ran at only {factor:.1f}x real time"
+        ticks = [r.msg.clock.sec + r.msg.clock.nanosec * 1e-9 for r in clock.messages]
+        assert np.all(np.diff(ticks) > 0)
+        stamps = np.array([stamp(r.msg) for r in states.messages])
+        # both on the 2 ms publish grid of simulated time, over the same span (at ~10 kHz this
+        # process drops many of either, so the sets are compared by grid and span, not equality)
+        for series in (np.array(ticks), stamps):
+            assert np.allclose(series / 0.002, np.round(series / 0.002), atol=1e-6)
+        assert len(ticks) > 100 and ticks[0] < stamps[-1] and stamps[0] < ticks[-1]
+    finally:
+        code = process.stop()
+        assert code in (0, -2, 130), f"simulator exited with {code}:\n{process.log()}"
+
+
+# ------------------------------------------------------------------------------------------------
+# the pure parts of the nodes (no processes)
+# ------------------------------------------------------------------------------------------------
+
+def test_compile_plan_initial_state_and_orders():
+    from robot_dynamics.nodes.simulator_node import Settings, compile_plan
+    from robot_dynamics.robots import bundled_urdf
+
+    arm = rd.load_urdf(bundled_urdf("arm7_gripper"))  # 7 arm joints + a finger; the other finger mimics it
+    plan = compile_plan(arm, Settings(initial_joint_names=("arm7_joint4", "arm7_finger_joint1"),
+                                      initial_positions=(-1.5, 0.01), initial_velocities=(0.2, 0.0)))
+    index = {n: i for i, n in enumerate(arm.joint_names)}
+    assert plan.q0[index["arm7_joint4"]] == -1.5 and plan.qd0[index["arm7_joint4"]] == 0.2
+    assert plan.q0[index["arm7_finger_joint1"]] == 0.01
+    # not named: 0, or the nearest limit when 0 is outside the range (joint 4: [-3.07, -0.07])
+    assert plan.q0[index["arm7_joint1"]] == 0.0
+    lower, upper = arm.position_limits.T
+    assert np.all((plan.q0 >= lower) & (plan.q0 <= upper))
+    plan = compile_plan(arm, Settings(joints=("arm7_joint2", "arm7_joint1")))
+    assert plan.state_names[:2] == ["arm7_joint2", "arm7_joint1"] and len(plan.state_names) == arm.nv
+    with pytest.raises(ValueError, match="mimic another joint"):
+        compile_plan(arm, Settings(joints=("arm7_finger_joint2",)))
+    with pytest.raises(ValueError, match="initial_positions has 2 values"):
+        compile_plan(arm, Settings(initial_positions=(0.0, 1.0)))
+    with pytest.raises(ValueError, match="not joints of robot"):
+        compile_plan(arm, Settings(initial_joint_names=("nope",), initial_positions=(0.0,)))
+
+
+def test_trajectory_derivatives_ramp_and_limits():
+    from robot_dynamics.nodes.trajectory_publisher import Settings, compile_trajectory
+    from robot_dynamics.robots import bundled_urdf
+
+    arm = rd.load_urdf(bundled_urdf("arm7_gripper"))
+    home = (0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02)
+    trajectory = compile_trajectory(arm, Settings(home_positions=home, amplitude=(0.3,), frequency=(0.5,),
+                                                  phase=tuple(0.4 * k for k in range(8)), ramp_time=1.0))
+    # the finger (0..0.04 m around 0.02) cannot swing 0.3: reduced to 95 % of the room, with a note
+    assert trajectory.amplitude[-1] == pytest.approx(0.019) and "arm7_finger_joint1" in trajectory.notes[0]
+    q, qd, qdd = trajectory.at(0.0)
+    np.testing.assert_allclose(q, home, atol=1e-15)
+    np.testing.assert_allclose(qd, 0.0, atol=1e-15)
+    h = 1e-6
+    for t in (0.3, 0.999, 1.5, 7.0):  # on the ramp, across its end, after it
+        q, qd, qdd = trajectory.at(t)
+        np.testing.assert_allclose((trajectory.at(t + h)[0] - trajectory.at(t - h)[0]) / (2 * h), qd, atol=1e-6)
+        np.testing.assert_allclose((trajectory.at(t + h)[1] - trajectory.at(t - h)[1]) / (2 * h), qdd, atol=2e-5)
+    assert np.all(np.abs(np.array([trajectory.at(t)[0] for t in np.linspace(0, 20, 400)]) - home)
+                  <= np.abs(trajectory.amplitude) + 1e-12)
