@@ -30,7 +30,6 @@ from .spatial import (
 njit = numba.njit(cache=True)
 
 _ZERO = np.empty((0, 0))  # passed for qd or qdd: "this input is zero" (gravity: rnea(q, 0, 0))
-_NO_GRAVITY = np.zeros(3)
 
 
 # ----------------------------------------------------------------------------- kernel pieces
@@ -448,7 +447,7 @@ def forward_dynamics(model, q, qd, tau, external_wrenches=None):
 
 def _wrench_torques(model, q, external_wrenches):
     """``sum_l J_l(q)^T F_l``: generalised forces of wrenches applied at links (world-aligned axes, link origin)."""
-    from .kinematics import jacobian
+    from .kinematics import jacobian  # kinematics builds on this module's kernels
 
     total = np.zeros_like(q)
     for link, wrench in external_wrenches.items():
