@@ -29,6 +29,9 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy is not installed (pip install .[ros])")
 
+# Rates, real-time factors and timeouts of a simulator running in real time: measured alone.
+pytestmark = pytest.mark.realtime
+
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402

@@ -2,5 +2,6 @@
 
 - :mod:`robot_dynamics.nodes.dynamics_node`: URDF from robot_description, joint states in,
   gravity / bias / computed torques and the mass matrix out.
-- :mod:`robot_dynamics.nodes.common`: description source, executor loop, message converters.
+- :mod:`robot_dynamics.nodes.common`: description source, executor loop, message converters,
+  parameter plumbing and checks, diagnostics helpers.
 """

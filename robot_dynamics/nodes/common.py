@@ -6,8 +6,13 @@
 - :func:`run_node` is the body of every executable's ``main()``: rclpy's EventsExecutor driven
   with ``spin_once(timeout_sec=...)`` (the only way it works in the PyPI wheels, see the README),
   clean exit on Ctrl-C, SIGTERM and external shutdown.
-- Small message converters: :class:`NameMap` (message joint names -> model indices, cached per
-  name tuple), :func:`joint_state_msg`, :func:`float64_array_msg`, :func:`matrix_msg`.
+- Message converters: :func:`as_float_array`, :func:`matrix_msg`.
+- Parameter plumbing between a node's ``Settings`` dataclass and rclpy: :func:`parameter_fields`,
+  :func:`descriptor`, :func:`declare_settings`, :func:`changed_settings`,
+  :func:`parameters_verdict`, :func:`fatal_parameter`; and the value checks several nodes use:
+  :func:`float_list`, :func:`bounded_float`, :func:`name_list`, :func:`duplicates`,
+  :func:`require_joints`.
+- Diagnostics: :func:`diagnostic_array`, :func:`log_problem`.
 
 This module is the only one besides the nodes themselves that imports rclpy.
 """
@@ -15,28 +20,40 @@ This module is the only one besides the nodes themselves that imports rclpy.
 from __future__ import annotations
 
 import array
+import dataclasses
 import math
 import time
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, NoReturn, Sequence
 
 import numpy as np
 import rclpy
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType, SetParametersResult
 from rcl_interfaces.srv import GetParameters
 from rclpy.executors import ExternalShutdownException
+from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 
 __all__ = [
     "DESCRIPTION_QOS",
     "DescriptionSource",
-    "NameMap",
     "as_float_array",
-    "float64_array_msg",
-    "joint_state_msg",
+    "bounded_float",
+    "changed_settings",
+    "declare_settings",
+    "descriptor",
+    "diagnostic_array",
+    "duplicates",
+    "fatal_parameter",
+    "float_list",
+    "log_problem",
     "matrix_msg",
+    "name_list",
+    "parameter_fields",
+    "parameters_verdict",
+    "require_joints",
     "run_node",
 ]
 
@@ -286,32 +303,6 @@ def as_float_array(values) -> array.array:
     return out
 
 
-def joint_state_msg(names, stamp=None, position=None, velocity=None, effort=None) -> JointState:
-    """A JointState with ``names`` (a list of str is stored as-is) and the given arrays."""
-    msg = JointState()
-    if stamp is not None:
-        msg.header.stamp = stamp
-    msg.name = names if isinstance(names, list) else list(names)
-    if position is not None:
-        msg.position = as_float_array(position)
-    if velocity is not None:
-        msg.velocity = as_float_array(velocity)
-    if effort is not None:
-        msg.effort = as_float_array(effort)
-    return msg
-
-
-def float64_array_msg(values, label: str = "") -> Float64MultiArray:
-    """A 1-D Float64MultiArray (the forward_command_controller convention: no layout needed;
-    one dimension labelled ``label`` is filled in when ``label`` is given)."""
-    msg = Float64MultiArray()
-    data = as_float_array(values)
-    if label:
-        msg.layout.dim = [MultiArrayDimension(label=label, size=len(data), stride=len(data))]
-    msg.data = data
-    return msg
-
-
 def matrix_msg(matrix) -> Float64MultiArray:
     """A 2-D matrix as a row-major Float64MultiArray with dims ``rows`` and ``cols``."""
     m = np.asarray(matrix, dtype=np.float64)
@@ -326,42 +317,151 @@ def matrix_msg(matrix) -> Float64MultiArray:
     return msg
 
 
-class NameMap:
-    """Maps the joint names of incoming messages onto a fixed target order (e.g. the model's).
+# --- parameters ---------------------------------------------------------------------------------
+# Every node keeps its parameter values in a frozen ``Settings`` dataclass and has a pure
+# ``coerce_setting(field, value)`` (its own rules; ``ValueError`` with the reason when invalid).
+# The functions below are the plumbing between those and rclpy's parameters.
+def parameter_fields(settings_type, to_parameter: Callable[[str], str] | None = None) -> dict[str, str]:
+    """ROS parameter name -> field of the dataclass ``settings_type``, for every field.
 
-    ``lookup(names)`` returns ``(src, dst)`` integer arrays such that
-    ``target[dst] = message_values[src]`` for every name known to the target; unknown names are
-    left out. Results are cached per name tuple, so a publisher with a constant name list costs
-    one dict look-up per message. Duplicate names raise ``ValueError`` naming them.
+    The parameter is named like its field unless ``to_parameter(field)`` names it otherwise
+    (e.g. ``payload_mass`` -> ``payload.mass``).
     """
-
-    def __init__(self, target_names: Iterable[str]):
-        self.names = tuple(target_names)
-        self.index = {n: i for i, n in enumerate(self.names)}
-        if len(self.index) != len(self.names):
-            raise ValueError(f"duplicate target names: {_duplicates(self.names)}")
-        self._cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-    def lookup(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        key = tuple(names)
-        hit = self._cache.get(key)
-        if hit is not None:
-            return hit
-        if len(set(key)) != len(key):
-            raise ValueError(f"duplicate joint names in message: {_duplicates(key)}")
-        pairs = [(i, self.index[n]) for i, n in enumerate(key) if n in self.index]
-        src = np.fromiter((p[0] for p in pairs), dtype=np.intp, count=len(pairs))
-        dst = np.fromiter((p[1] for p in pairs), dtype=np.intp, count=len(pairs))
-        if len(self._cache) > 64:  # publishers with ever-changing name lists: don't grow forever
-            self._cache.clear()
-        self._cache[key] = (src, dst)
-        return src, dst
+    return {(to_parameter(f.name) if to_parameter else f.name): f.name for f in dataclasses.fields(settings_type)}
 
 
-def _duplicates(names: Sequence[str]) -> list[str]:
+def descriptor(text: str, type_: int | None = None, *, low: float | None = None, high: float | None = None,
+               read_only: bool = False) -> ParameterDescriptor:
+    """A ParameterDescriptor described by ``text``.
+
+    With ``type_`` (a ``ParameterType``) the parameter is statically typed; without, it is
+    dynamically typed (numbers may be written 1000 or 1000.0; lists may be empty). ``low`` and
+    ``high`` add a floating-point range (no step), which rclpy then enforces.
+    """
+    d = ParameterDescriptor(description=text, read_only=read_only)
+    if type_ is None:
+        d.dynamic_typing = True
+    else:
+        d.type = type_
+    if low is not None:
+        d.floating_point_range = [FloatingPointRange(from_value=low, to_value=high, step=0.0)]
+    return d
+
+
+def fatal_parameter(node: Node, exc: BaseException) -> NoReturn:
+    """End the node's construction for an unusable parameter: FATAL log ``invalid parameter:
+    <exc>`` and ``SystemExit(2)`` (the exit status of the executable)."""
+    node.get_logger().fatal(f"invalid parameter: {exc}")
+    raise SystemExit(2) from None
+
+
+def declare_settings(node: Node, settings_type, specs: dict, coerce: Callable, fields: dict[str, str]):
+    """Declare the node's parameters and return their values as a ``settings_type``.
+
+    ``specs`` maps each parameter name to ``(default, descriptor)``, declared in that order;
+    ``fields`` maps it to its field (see :func:`parameter_fields`). Each value is converted by
+    ``coerce(field, value)``; a ``ValueError`` from it is fatal (:func:`fatal_parameter`), and so is
+    rclpy's refusal of an override (``ParameterException``: a value of the wrong type or out of
+    range): the node exits with a line naming the parameter, never a traceback.
+    """
+    values = {}
+    for name, (default, desc) in specs.items():
+        field = fields[name]
+        try:
+            param = node.declare_parameter(name, default, desc)
+        except (ValueError, ParameterException) as exc:
+            fatal_parameter(node, exc)
+        try:
+            values[field] = coerce(field, param.value)
+        except ValueError as exc:
+            fatal_parameter(node, exc)
+    return settings_type(**values)
+
+
+def changed_settings(settings, params, coerce: Callable, fields: dict[str, str]):
+    """``settings`` with the values of ``params`` (rclpy Parameters) that are among ``fields``
+    coerced and applied, or ``settings`` itself (the same object) when none is; ``ValueError``
+    from ``coerce`` propagates."""
+    changes = {}
+    for p in params:
+        field = fields.get(p.name)
+        if field is not None:
+            changes[field] = coerce(field, p.value)
+    return dataclasses.replace(settings, **changes) if changes else settings
+
+
+def parameters_verdict(node: Node, check: Callable, params) -> SetParametersResult:
+    """The result of an on-set-parameters callback: ``check(params)`` raising ``ValueError``
+    rejects the change, with its text as the reason and logged as a warning (``parameter change
+    rejected: ...``); otherwise the change is accepted."""
+    try:
+        check(params)
+    except ValueError as exc:
+        node.get_logger().warn(f"parameter change rejected: {exc}")
+        return SetParametersResult(successful=False, reason=str(exc))
+    return SetParametersResult(successful=True)
+
+
+# --- parameter values (pure checks; ValueError names the parameter and the problem) ---------------
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def float_list(name: str, value, size: int | None = None, *, scalar: bool = False, strict: bool = True) -> tuple:
+    """A list parameter ``name`` as a tuple of finite floats (of length ``size`` when given).
+
+    ``scalar``: a single number is taken as a list of one. ``strict``: the value must be a list,
+    tuple or ``array.array`` of ints and floats; otherwise (``strict=False``) ``None`` (how a YAML
+    ``[]`` arrives) is an empty list and any sized value but a string, bytes or bool is accepted
+    whose entries ``float()`` converts.
+    """
+    if scalar and _is_number(value):
+        value = [value]
+    if strict:
+        if not isinstance(value, (list, tuple, array.array)) or not all(_is_number(v) for v in value):
+            raise ValueError(f"{name} must be a list of numbers, got {value!r}")
+        out = tuple(float(v) for v in value)
+    else:
+        if value is None:
+            value = []
+        if isinstance(value, (str, bytes, bool)) or not hasattr(value, "__len__"):
+            raise ValueError(f"{name} must be a list of numbers, got {value!r}")
+        try:
+            out = tuple(float(v) for v in value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a list of numbers, got {value!r}") from None
+    if size is not None and len(out) != size:
+        raise ValueError(f"{name} must have {size} values, got {len(out)}")
+    if not all(math.isfinite(v) for v in out):
+        raise ValueError(f"{name} must be finite, got {list(out)}")
+    return out
+
+
+def bounded_float(name: str, value, low: float, high: float, low_open: bool = False) -> float:
+    """A number parameter ``name`` as a float in ``[low, high]`` (``(low, high]`` when ``low_open``)."""
+    if not _is_number(value):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    value = float(value)
+    if not (math.isfinite(value) and (value > low if low_open else value >= low) and value <= high):
+        bound = f"> {low:g}" if low_open else f">= {low:g}"
+        raise ValueError(f"{name} must be {bound} and <= {high:g}, got {value!r}")
+    return value
+
+
+def name_list(name: str, value) -> tuple:
+    """A list parameter ``name`` of joint names as a tuple (``None``: empty): non-empty strings,
+    no name twice (the duplicates are named, sorted)."""
+    names = tuple(value) if value is not None else ()
+    if not all(isinstance(n, str) and n for n in names):
+        raise ValueError(f"{name} must be a list of joint names, got {value!r}")
+    dup = duplicates(names)
+    if dup:
+        raise ValueError(f"{name} has duplicate names {sorted(dup)}")
+    return names
+
+
+def duplicates(names: Sequence) -> list:
+    """The names that occur more than once in ``names``, each once, in order of first occurrence."""
     seen, dup = set(), []
     for n in names:
         if n in seen and n not in dup:
@@ -370,6 +470,33 @@ def _duplicates(names: Sequence[str]) -> list[str]:
     return dup
 
 
-def finite(x) -> bool:
-    """True when every entry of ``x`` is finite (cheap for small arrays)."""
-    return bool(np.isfinite(x).all()) if np.ndim(x) else math.isfinite(x)
+def require_joints(model, names: Iterable[str], what: str) -> None:
+    """``ValueError`` unless every one of ``names`` (given by parameter ``what``) is a joint
+    (coordinate) of ``model``; the message lists the unknown names, says which of them are mimic
+    joints, and lists the model's joints."""
+    unknown = [n for n in names if n not in model.joint_names]
+    if unknown:
+        mimic = [n for n in unknown if n in model.mimic_joints]
+        hint = f" ({', '.join(mimic)} mimic another joint and are not coordinates)" if mimic else ""
+        raise ValueError(f"{what} {unknown} are not joints of robot {model.name!r}{hint}; "
+                         f"its joints: {list(model.joint_names)}")
+
+
+# --- diagnostics --------------------------------------------------------------------------------
+def log_problem(logger, level: int, text: str) -> None:
+    """Log ``text`` as an error for ``DiagnosticStatus.ERROR``, as a warning otherwise."""
+    (logger.error if level == DiagnosticStatus.ERROR else logger.warn)(text)
+
+
+def diagnostic_array(node: Node, hardware_id: str, statuses: Iterable[tuple]) -> DiagnosticArray:
+    """A DiagnosticArray stamped with the node's clock now, of ``statuses`` given as
+    ``(suffix, level, message, values)``: each is named ``<node's fully qualified name>: <suffix>``,
+    has ``hardware_id``, and its ``values`` (key, value) pairs become KeyValues of ``str(value)``."""
+    name = node.get_fully_qualified_name()
+    array_msg = DiagnosticArray(status=[
+        DiagnosticStatus(level=level, name=f"{name}: {suffix}", message=message, hardware_id=hardware_id,
+                         values=[KeyValue(key=k, value=str(v)) for k, v in values])
+        for suffix, level, message, values in statuses
+    ])
+    array_msg.header.stamp = node.get_clock().now().to_msg()
+    return array_msg

@@ -27,16 +27,11 @@ import array
 import math
 import re
 import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import (
-    FloatingPointRange,
-    ParameterDescriptor,
-    ParameterType,
-    SetParametersResult,
-)
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rcl_interfaces.msg import ParameterType, SetParametersResult
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -46,7 +41,11 @@ from trajectory_msgs.msg import JointTrajectory
 
 import robot_dynamics as rd
 
-from .common import DescriptionSource, as_float_array, matrix_msg, run_node
+from .common import (
+    DescriptionSource, as_float_array, changed_settings, declare_settings, descriptor, diagnostic_array,
+    duplicates, fatal_parameter, float_list, log_problem, matrix_msg, parameter_fields, parameters_verdict,
+    require_joints, run_node,
+)
 
 COMMAND_SOURCES = ("none", "gravity", "computed")
 
@@ -97,39 +96,24 @@ class Settings:
 
 
 #: ROS parameter name -> Settings field
-PARAMETER_FIELDS = {f.name.replace("payload_", "payload."): f.name for f in fields(Settings)}
-
-
-def _floats(name, value, size=None, allow_scalar=False):
-    if allow_scalar and isinstance(value, (int, float)) and not isinstance(value, bool):
-        value = [value]
-    if not isinstance(value, (list, tuple, array.array)) or not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
-    ):
-        raise ValueError(f"{name} must be a list of numbers, got {value!r}")
-    out = tuple(float(v) for v in value)
-    if size is not None and len(out) != size:
-        raise ValueError(f"{name} must have {size} values, got {len(out)}")
-    if not all(math.isfinite(v) for v in out):
-        raise ValueError(f"{name} must be finite, got {list(out)}")
-    return out
+PARAMETER_FIELDS = parameter_fields(Settings, lambda field: field.replace("payload_", "payload."))
 
 
 def coerce_setting(field: str, value):
     """Parameter value -> Settings field value; ValueError (the reason) when invalid."""
     param = field.replace("payload_", "payload.")
     if field == "gravity":
-        return _floats(param, value, 3)
+        return float_list(param, value, 3)
     if field == "payload_com":
-        return _floats(param, value, 3)
+        return float_list(param, value, 3)
     if field == "payload_inertia":
-        xx, xy, xz, yy, yz, zz = _floats(param, value, 6)
+        xx, xy, xz, yy, yz, zz = float_list(param, value, 6)
         inertia = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
         if np.linalg.eigvalsh(inertia).min() < -1e-12 * max(1.0, np.abs(inertia).max()):
             raise ValueError(f"{param} must be positive semi-definite (ixx ixy ixz iyy iyz izz), got {list(value)}")
         return (xx, xy, xz, yy, yz, zz)
     if field in ("kp", "kd"):
-        gains = _floats(param, value, allow_scalar=True)
+        gains = float_list(param, value, scalar=True)
         if not gains:
             raise ValueError(f"{param} must be a number or one number per output joint, got []")
         if min(gains) < 0:
@@ -142,7 +126,7 @@ def coerce_setting(field: str, value):
             raise ValueError(f"joints must be a list of joint names, got {value!r}")
         names = tuple(value)
         if len(set(names)) != len(names):
-            raise ValueError(f"joints has duplicate names: {_duplicates(names)}")
+            raise ValueError(f"joints has duplicate names: {duplicates(names)}")
         return names
     if field == "command_source":
         if value not in COMMAND_SOURCES:
@@ -188,13 +172,7 @@ def compile_plan(base: rd.RobotModel, s: Settings) -> Plan:
         model = model.with_payload(s.payload_link, s.payload_mass, s.payload_com, s.payload_inertia)
     index = {n: i for i, n in enumerate(model.joint_names)}
     names = s.joints or model.joint_names
-    unknown = [n for n in names if n not in index]
-    if unknown:
-        hint = [n for n in unknown if n in model.mimic_joints]
-        extra = f" ({', '.join(hint)} mimic another joint and are not coordinates)" if hint else ""
-        raise ValueError(
-            f"joints {unknown} are not joints of robot {base.name!r}{extra}; its joints: {list(model.joint_names)}"
-        )
+    require_joints(model, names, "joints")
     out = np.array([index[n] for n in names], dtype=np.intp)
     n_out = len(out)
     gains = {}
@@ -214,15 +192,6 @@ def compile_plan(base: rd.RobotModel, s: Settings) -> Plan:
     )
 
 
-def _duplicates(names):
-    seen, dup = set(), []
-    for n in names:
-        if n in seen and n not in dup:
-            dup.append(n)
-        seen.add(n)
-    return dup
-
-
 @dataclass(frozen=True, eq=False)
 class _MsgMap:
     """How the names of one joint-state message map onto the model (cached per name tuple)."""
@@ -239,7 +208,7 @@ class _MsgMap:
 
 def _map_message(names: tuple, plan: Plan) -> _MsgMap:
     if len(set(names)) != len(names):
-        raise ValueError(f"duplicate joint names {_duplicates(names)}")
+        raise ValueError(f"duplicate joint names {duplicates(names)}")
     known = [(i, plan.index[n]) for i, n in enumerate(names) if n in plan.index]
     mim = [(i, *plan.mimic[n]) for i, n in enumerate(names) if n in plan.mimic]
     return _MsgMap(
@@ -321,89 +290,62 @@ class DynamicsNode(Node):
         try:
             self._description = DescriptionSource(self, self._on_urdf)
         except ParameterException as exc:  # robot_description(_node) of the wrong type
-            self.get_logger().fatal(f"invalid parameter: {exc}")
-            raise SystemExit(2) from None
+            fatal_parameter(self, exc)
 
     # --- parameters -----------------------------------------------------------------------------
     def _declare_parameters(self) -> Settings:
         d = Settings()
         T = ParameterType
-
-        def desc(text, type_=None, low=None, high=None, dynamic=False):
-            descriptor = ParameterDescriptor(description=text)
-            if dynamic:
-                descriptor.dynamic_typing = True
-            else:
-                descriptor.type = type_
-            if low is not None:
-                descriptor.floating_point_range = [FloatingPointRange(from_value=low, to_value=high, step=0.0)]
-            return descriptor
-
         specs = {
-            "gravity": (list(d.gravity), desc(
+            "gravity": (list(d.gravity), descriptor(
                 "Gravitational acceleration (x, y, z) in the root link frame, m/s^2; the physical "
                 "acceleration, (0, 0, -9.81) for an upright mounting.", T.PARAMETER_DOUBLE_ARRAY)),
-            "joints": ([], desc(
+            "joints": ([], descriptor(
                 "Output joint order (string list); empty = the model's order. Every listed name must "
-                "be a moving, non-mimic joint of the model.", dynamic=True)),
-            "payload.link": (d.payload_link, desc(
+                "be a moving, non-mimic joint of the model.")),
+            "payload.link": (d.payload_link, descriptor(
                 "Link carrying the payload; empty = no payload.", T.PARAMETER_STRING)),
-            "payload.mass": (d.payload_mass, desc("Payload mass, kg.", T.PARAMETER_DOUBLE, 0.0, 1.0e4)),
-            "payload.com": (list(d.payload_com), desc(
+            "payload.mass": (d.payload_mass, descriptor(
+                "Payload mass, kg.", T.PARAMETER_DOUBLE, low=0.0, high=1.0e4)),
+            "payload.com": (list(d.payload_com), descriptor(
                 "Payload centre of mass in the payload link's frame, m.", T.PARAMETER_DOUBLE_ARRAY)),
-            "payload.inertia": (list(d.payload_inertia), desc(
+            "payload.inertia": (list(d.payload_inertia), descriptor(
                 "Payload inertia about its centre of mass in the link's axes, kg m^2, URDF order "
                 "ixx ixy ixz iyy iyz izz; positive semi-definite.", T.PARAMETER_DOUBLE_ARRAY)),
-            "kp": (d.kp[0], desc(
-                "Position gain(s) of the computed-torque law, 1/s^2: one number or one per output joint.",
-                dynamic=True)),
-            "kd": (d.kd[0], desc(
-                "Velocity gain(s) of the computed-torque law, 1/s: one number or one per output joint.",
-                dynamic=True)),
-            "command_source": (d.command_source, desc(
+            "kp": (d.kp[0], descriptor(
+                "Position gain(s) of the computed-torque law, 1/s^2: one number or one per output joint.")),
+            "kd": (d.kd[0], descriptor(
+                "Velocity gain(s) of the computed-torque law, 1/s: one number or one per output joint.")),
+            "command_source": (d.command_source, descriptor(
                 "What effort_command carries: none | gravity | computed.", T.PARAMETER_STRING)),
-            "compensate_friction": (d.compensate_friction, desc(
+            "compensate_friction": (d.compensate_friction, descriptor(
                 "Add the URDF viscous damping*qd + Coulomb friction*tanh(qd/friction_smoothing) to the "
                 "computed torques.", T.PARAMETER_BOOL)),
-            "friction_smoothing": (d.friction_smoothing, desc(
-                "Velocity scale of the smoothed Coulomb friction, rad/s or m/s.", T.PARAMETER_DOUBLE, 1e-6, 10.0)),
-            "state_timeout": (d.state_timeout, desc(
+            "friction_smoothing": (d.friction_smoothing, descriptor(
+                "Velocity scale of the smoothed Coulomb friction, rad/s or m/s.",
+                T.PARAMETER_DOUBLE, low=1e-6, high=10.0)),
+            "state_timeout": (d.state_timeout, descriptor(
                 "Maximum age of every joint's position (and velocity, where needed), s.",
-                T.PARAMETER_DOUBLE, 1e-3, 60.0)),
-            "desired_timeout": (d.desired_timeout, desc(
-                "Maximum age of a desired input for computed torques, s.", T.PARAMETER_DOUBLE, 1e-3, 60.0)),
-            "publish_mass_matrix": (d.publish_mass_matrix, desc("Publish mass_matrix.", T.PARAMETER_BOOL)),
-            "publish_bias_torques": (d.publish_bias_torques, desc("Publish bias_torques.", T.PARAMETER_BOOL)),
+                T.PARAMETER_DOUBLE, low=1e-3, high=60.0)),
+            "desired_timeout": (d.desired_timeout, descriptor(
+                "Maximum age of a desired input for computed torques, s.",
+                T.PARAMETER_DOUBLE, low=1e-3, high=60.0)),
+            "publish_mass_matrix": (d.publish_mass_matrix, descriptor("Publish mass_matrix.", T.PARAMETER_BOOL)),
+            "publish_bias_torques": (d.publish_bias_torques, descriptor("Publish bias_torques.", T.PARAMETER_BOOL)),
         }
-        values = {}
-        for name, (default, descriptor) in specs.items():
-            field = PARAMETER_FIELDS[name]
-            try:
-                # (rclpy refuses a value of the wrong type or out of range, e.g. `payload.mass: 2`)
-                param = self.declare_parameter(name, default, descriptor)
-                values[field] = coerce_setting(field, param.value)
-            except (ValueError, ParameterException) as exc:
-                self.get_logger().fatal(f"invalid parameter: {exc}")
-                raise SystemExit(2) from None
-        return Settings(**values)
+        # (rclpy refuses a value of the wrong type or out of range, e.g. `payload.mass: 2`)
+        return declare_settings(self, Settings, specs, coerce_setting, PARAMETER_FIELDS)
 
     def _candidate_settings(self, params) -> Settings:
-        changes = {}
-        for p in params:
-            field = PARAMETER_FIELDS.get(p.name)
-            if field is not None:
-                changes[field] = coerce_setting(field, p.value)
-        return replace(self._settings, **changes) if changes else self._settings
+        return changed_settings(self._settings, params, coerce_setting, PARAMETER_FIELDS)
 
     def _validate_parameters(self, params) -> SetParametersResult:
-        try:
-            candidate = self._candidate_settings(params)
-            if candidate is not self._settings and self._plan is not None:
-                self._compile(candidate)
-        except ValueError as exc:
-            self.get_logger().warn(f"parameter change rejected: {exc}")
-            return SetParametersResult(successful=False, reason=str(exc))
-        return SetParametersResult(successful=True)
+        return parameters_verdict(self, self._check_parameters, params)
+
+    def _check_parameters(self, params) -> None:
+        candidate = self._candidate_settings(params)
+        if candidate is not self._settings and self._plan is not None:
+            self._compile(candidate)
 
     def _apply_parameters(self, params) -> None:
         candidate = self._candidate_settings(params)
@@ -456,7 +398,7 @@ class DynamicsNode(Node):
 
     def _set_model_status(self, level, text):
         self._model_status = (level, text)
-        (self.get_logger().error if level == DiagnosticStatus.ERROR else self.get_logger().warn)(text)
+        log_problem(self.get_logger(), level, text)
 
     def _install(self, plan: Plan, source: str) -> None:
         old = self._plan
@@ -507,7 +449,7 @@ class DynamicsNode(Node):
         last = self._last_log.get(key, NEVER)
         if now_ns - last >= LOG_THROTTLE * 1e9:
             self._last_log[key] = now_ns
-            (self.get_logger().error if level == DiagnosticStatus.ERROR else self.get_logger().warn)(text)
+            log_problem(self.get_logger(), level, text)
 
     def _reject(self, topic: str, text: str, now_ns: int) -> None:
         self._problem(topic, f"{topic} message rejected: {text}", now_ns)
@@ -615,7 +557,7 @@ class DynamicsNode(Node):
         idx = self._traj_maps.get(key)
         if idx is None:
             if len(set(key)) != len(key):
-                self._reject(topic, f"duplicate joint names {_duplicates(key)}", now)
+                self._reject(topic, f"duplicate joint names {duplicates(key)}", now)
                 return
             where = {n: i for i, n in enumerate(key)}
             missing = [n for n in plan.names if n not in where]
@@ -777,17 +719,9 @@ class DynamicsNode(Node):
 
     def diagnostics(self, now: int) -> DiagnosticArray:
         """The DiagnosticArray of the last period (and reset the period's counters)."""
-        name = self.get_fully_qualified_name()
         plan = self._plan
         period = max((now - self._stats_ns) * 1e-9, 1e-9)
         recent = {k: v for k, v in self._problems.items() if now - v[2] <= 2 * DIAGNOSTICS_PERIOD * 1e9}
-        hardware = plan.base.name if plan is not None else ""
-
-        def status(suffix, level, message, values):
-            return DiagnosticStatus(
-                level=level, name=f"{name}: {suffix}", message=message, hardware_id=hardware,
-                values=[KeyValue(key=k, value=str(v)) for k, v in values],
-            )
 
         # model
         level, text = self._model_status
@@ -801,7 +735,7 @@ class DynamicsNode(Node):
                 ("payload", f"{plan.settings.payload_mass:g} kg on {plan.settings.payload_link}"
                  if plan.settings.payload_link else "none"),
             ]
-        statuses = [status("model", level, text, model_values)]
+        statuses = [("model", level, text, model_values)]
 
         # inputs: joint states and desired inputs
         in_values = [("joint_states rate (Hz)", f"{self._n_in / period:.1f}"),
@@ -828,7 +762,7 @@ class DynamicsNode(Node):
                 in_level = max(in_level, lvl)
                 in_text += "; " + txt
                 in_values.append((kind, txt))
-        statuses.append(status("inputs", in_level, in_text, in_values))
+        statuses.append(("inputs", in_level, in_text, in_values))
 
         # outputs
         n_out = self._n_out
@@ -848,12 +782,10 @@ class DynamicsNode(Node):
             out_level, out_text = DiagnosticStatus.STALE, "no model: publishing nothing"
         elif n_out == 0 and out_level == DiagnosticStatus.OK:
             out_level, out_text = DiagnosticStatus.WARN, "no joint states: publishing nothing"
-        statuses.append(status("outputs", out_level, out_text, out_values))
+        statuses.append(("outputs", out_level, out_text, out_values))
 
         self._stats_reset(now)
-        array = DiagnosticArray(status=statuses)
-        array.header.stamp = self.get_clock().now().to_msg()
-        return array
+        return diagnostic_array(self, plan.base.name if plan is not None else "", statuses)
 
 
 def main(args=None):

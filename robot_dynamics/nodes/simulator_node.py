@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType, SetParametersResult
+from rcl_interfaces.msg import ParameterType, SetParametersResult
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -49,7 +49,11 @@ from std_srvs.srv import SetBool, Trigger
 import robot_dynamics as rd
 from robot_dynamics.simulation import INTEGRATORS, SimulationError, Simulator
 
-from .common import DescriptionSource, as_float_array, run_node
+from .common import (
+    DescriptionSource, as_float_array, bounded_float, changed_settings, declare_settings, descriptor,
+    diagnostic_array, duplicates, float_list, log_problem, name_list, parameter_fields, parameters_verdict,
+    require_joints, run_node,
+)
 
 #: joint_states, /clock, /diagnostics: reliable publishers match reliable and best-effort subscribers.
 OUTPUT_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
@@ -86,61 +90,26 @@ class Settings:
     command_timeout: float = 0.1
 
 
-PARAMETERS = tuple(f.name for f in fields(Settings))
-
-
-def _numbers(name, value, size=None):
-    if value is None:  # a YAML "[]" arrives as "not set"
-        value = []
-    if isinstance(value, (str, bytes, bool)) or not hasattr(value, "__len__"):
-        raise ValueError(f"{name} must be a list of numbers, got {value!r}")
-    try:
-        out = tuple(float(v) for v in value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a list of numbers, got {value!r}") from None
-    if size is not None and len(out) != size:
-        raise ValueError(f"{name} must have {size} values, got {len(out)}")
-    if not all(math.isfinite(v) for v in out):
-        raise ValueError(f"{name} must be finite, got {list(out)}")
-    return out
-
-
-def _names(name, value):
-    names = tuple(value) if value is not None else ()
-    if not all(isinstance(n, str) and n for n in names):
-        raise ValueError(f"{name} must be a list of joint names, got {value!r}")
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise ValueError(f"{name} has duplicate names {duplicates}")
-    return names
-
-
-def _number(name, value, low, high, low_open=False):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    value = float(value)
-    if not (math.isfinite(value) and (value > low if low_open else value >= low) and value <= high):
-        bound = f"> {low:g}" if low_open else f">= {low:g}"
-        raise ValueError(f"{name} must be {bound} and <= {high:g}, got {value!r}")
-    return value
+#: ROS parameter name -> Settings field (the same names)
+PARAMETER_FIELDS = parameter_fields(Settings)
 
 
 def coerce_setting(name: str, value):
     """Parameter value -> Settings field value; ValueError (the reason) when invalid."""
     if name == "gravity":
-        return _numbers(name, value, 3)
+        return float_list(name, value, 3, strict=False)
     if name in ("joints", "initial_joint_names"):
-        return _names(name, value)
+        return name_list(name, value)
     if name in ("initial_positions", "initial_velocities"):
-        return _numbers(name, value)
+        return float_list(name, value, strict=False)
     if name == "physics_rate":
-        return _number(name, value, 1.0, 100_000.0)
+        return bounded_float(name, value, 1.0, 100_000.0)
     if name == "publish_rate":
-        return _number(name, value, 0.0, 100_000.0, low_open=True)
+        return bounded_float(name, value, 0.0, 100_000.0, low_open=True)
     if name == "real_time_factor":
-        return _number(name, value, 0.0, 1000.0)
+        return bounded_float(name, value, 0.0, 1000.0)
     if name == "command_timeout":
-        return _number(name, value, 0.0, 3600.0)
+        return bounded_float(name, value, 0.0, 3600.0)
     if name == "integrator":
         if value not in INTEGRATORS:
             raise ValueError(f"integrator must be one of {', '.join(INTEGRATORS)}; got {value!r}")
@@ -167,15 +136,6 @@ class Plan:
     notes: tuple               # warnings worth logging once (e.g. an initial position beyond a limit)
 
 
-def _unknown(model, names, what):
-    unknown = [n for n in names if n not in model.joint_names]
-    if unknown:
-        mimic = [n for n in unknown if n in model.mimic_joints]
-        hint = f" ({', '.join(mimic)} mimic another joint and are not coordinates)" if mimic else ""
-        raise ValueError(f"{what} {unknown} are not joints of robot {model.name!r}{hint}; "
-                         f"its joints: {list(model.joint_names)}")
-
-
 def compile_plan(base: rd.RobotModel, s: Settings) -> Plan:
     """``base`` + settings -> :class:`Plan`; ``ValueError`` naming the problem otherwise.
 
@@ -187,7 +147,7 @@ def compile_plan(base: rd.RobotModel, s: Settings) -> Plan:
     model = base.with_gravity(s.gravity)
     index = {n: i for i, n in enumerate(model.joint_names)}
     command_names = s.joints or model.joint_names
-    _unknown(model, command_names, "joints")
+    require_joints(model, command_names, "joints")
     command_index = np.array([index[n] for n in command_names], dtype=np.intp)
     rest = [i for i in range(model.nv) if i not in set(command_index.tolist())]
     state_index = np.concatenate((command_index, np.array(rest, dtype=np.intp)))
@@ -197,7 +157,7 @@ def compile_plan(base: rd.RobotModel, s: Settings) -> Plan:
     q0 = np.clip(np.zeros(model.nv), lower, upper)
     qd0 = np.zeros(model.nv)
     if s.initial_joint_names:
-        _unknown(model, s.initial_joint_names, "initial_joint_names")
+        require_joints(model, s.initial_joint_names, "initial_joint_names")
         where = np.array([index[n] for n in s.initial_joint_names], dtype=np.intp)
         described = f"one per initial_joint_names entry ({len(where)})"
     else:
@@ -282,74 +242,54 @@ class SimulatorNode(Node):
     def _declare_parameters(self) -> Settings:
         d = Settings()
         T = ParameterType
-
-        def desc(text, type_=None, read_only=False):
-            descriptor = ParameterDescriptor(description=text, read_only=read_only)
-            if type_ is None:
-                descriptor.dynamic_typing = True  # numbers may be written 1000 or 1000.0; lists may be empty
-            else:
-                descriptor.type = type_
-            return descriptor
-
         specs = {
-            "gravity": (list(d.gravity), desc(
+            "gravity": (list(d.gravity), descriptor(
                 "Gravitational acceleration (x, y, z) in the root link frame, m/s^2: the physical "
                 "acceleration, (0, 0, -9.81) for an upright mounting.")),
-            "joints": ([], desc(
+            "joints": ([], descriptor(
                 "Order of effort_command's data (string list); empty = the model order. joint_states "
                 "lists these joints first, then the other joints of the model.")),
-            "physics_rate": (d.physics_rate, desc("Integration steps per second of simulated time, Hz.")),
-            "publish_rate": (d.publish_rate, desc(
+            "physics_rate": (d.physics_rate, descriptor("Integration steps per second of simulated time, Hz.")),
+            "publish_rate": (d.publish_rate, descriptor(
                 "joint_states (and /clock) messages per second of simulated time, Hz.")),
-            "integrator": (d.integrator, desc(
+            "integrator": (d.integrator, descriptor(
                 "euler (the textbook explicit Euler) | semi_implicit_euler | rk4 | adaptive "
                 "(scipy solve_ivp DOP853, error-controlled).", T.PARAMETER_STRING)),
-            "real_time_factor": (d.real_time_factor, desc(
+            "real_time_factor": (d.real_time_factor, descriptor(
                 "Simulated seconds per wall-clock second: 1 = real time, 0 = as fast as possible.")),
-            "publish_clock": (d.publish_clock, desc(
+            "publish_clock": (d.publish_clock, descriptor(
                 "Publish /clock (simulated time from 0) and stamp everything with it, for nodes "
                 "running with use_sim_time (read-only: the time base cannot change while running).",
                 T.PARAMETER_BOOL, read_only=True)),
-            "initial_joint_names": ([], desc(
+            "initial_joint_names": ([], descriptor(
                 "Names for initial_positions / initial_velocities; empty = those lists are in model order.")),
-            "initial_positions": ([], desc(
+            "initial_positions": ([], descriptor(
                 "Initial (and ~/reset) positions, rad or m; empty = 0 (clipped into the limits).")),
-            "initial_velocities": ([], desc("Initial (and ~/reset) velocities; empty = at rest.")),
-            "apply_damping": (d.apply_damping, desc(
+            "initial_velocities": ([], descriptor("Initial (and ~/reset) velocities; empty = at rest.")),
+            "apply_damping": (d.apply_damping, descriptor(
                 "Apply URDF <dynamics damping> (viscous, -damping * qd).", T.PARAMETER_BOOL)),
-            "apply_friction": (d.apply_friction, desc(
+            "apply_friction": (d.apply_friction, descriptor(
                 "Apply URDF <dynamics friction> (Coulomb, -friction * tanh(qd / 0.01)).", T.PARAMETER_BOOL)),
-            "enforce_effort_limits": (d.enforce_effort_limits, desc(
+            "enforce_effort_limits": (d.enforce_effort_limits, descriptor(
                 "Saturate commands at the URDF effort limits (joint_states.effort shows the applied "
                 "value).", T.PARAMETER_BOOL)),
-            "enforce_position_limits": (d.enforce_position_limits, desc(
+            "enforce_position_limits": (d.enforce_position_limits, descriptor(
                 "Stiff, critically damped, one-sided limits at the URDF position limits.", T.PARAMETER_BOOL)),
-            "command_timeout": (d.command_timeout, desc(
+            "command_timeout": (d.command_timeout, descriptor(
                 "A joint's command older than this (simulated s) becomes zero torque (warned once); 0 = never.")),
         }
-        values = {}
-        for name, (default, descriptor) in specs.items():
-            param = self.declare_parameter(name, default, descriptor)
-            try:
-                values[name] = coerce_setting(name, param.value)
-            except ValueError as exc:
-                self.get_logger().fatal(f"invalid parameter: {exc}")
-                raise SystemExit(2) from None
-        return Settings(**values)
+        return declare_settings(self, Settings, specs, coerce_setting, PARAMETER_FIELDS)
 
     def _candidate(self, params) -> Settings:
-        changes = {p.name: coerce_setting(p.name, p.value) for p in params if p.name in PARAMETERS}
-        return replace(self._settings, **changes) if changes else self._settings
+        return changed_settings(self._settings, params, coerce_setting, PARAMETER_FIELDS)
 
     def _validate_parameters(self, params) -> SetParametersResult:
-        try:
-            candidate = self._candidate(params)
-            if candidate is not self._settings and self._plan is not None:
-                compile_plan(self._plan.base, candidate)
-        except ValueError as exc:
-            self.get_logger().warn(f"parameter change rejected: {exc}")
-            return SetParametersResult(successful=False, reason=str(exc))
-        return SetParametersResult(successful=True)
+        return parameters_verdict(self, self._check_parameters, params)
+
+    def _check_parameters(self, params) -> None:
+        candidate = self._candidate(params)
+        if candidate is not self._settings and self._plan is not None:
+            compile_plan(self._plan.base, candidate)
 
     def _apply_parameters(self, params) -> None:
         candidate = self._candidate(params)
@@ -410,7 +350,7 @@ class SimulatorNode(Node):
 
     def _set_model_status(self, level, text):
         self._model_status = (level, text)
-        (self.get_logger().error if level == DiagnosticStatus.ERROR else self.get_logger().warn)(text)
+        log_problem(self.get_logger(), level, text)
 
     def _install(self, plan: Plan, source: str) -> None:
         """Start (or restart, for a new robot_description) the simulation of ``plan``'s model."""
@@ -452,7 +392,7 @@ class SimulatorNode(Node):
         self._problems[kind] = [level, text, now]
         if now - self._last_log.get(kind, -math.inf) >= LOG_THROTTLE:
             self._last_log[kind] = now
-            (self.get_logger().error if level == DiagnosticStatus.ERROR else self.get_logger().warn)(text)
+            log_problem(self.get_logger(), level, text)
 
     def _reject(self, topic: str, text: str) -> None:
         self._n_rejected += 1
@@ -522,8 +462,7 @@ class SimulatorNode(Node):
             self._reject("effort_command_named", f"unknown joints {unknown}{hint}")
             return
         if len(set(names)) != len(names):
-            duplicates = sorted({n for n in names if names.count(n) > 1})
-            self._reject("effort_command_named", f"duplicate joint names {duplicates}")
+            self._reject("effort_command_named", f"duplicate joint names {sorted(duplicates(names))}")
             return
         if not np.isfinite(efforts).all():
             bad = [names[i] for i in np.flatnonzero(~np.isfinite(efforts))]
@@ -698,21 +637,15 @@ class SimulatorNode(Node):
         now = time.monotonic()
         period = max(now - self._stats_wall, 1e-9)
         sim, plan, s = self._sim, self._plan, self._settings
-        name = self.get_fully_qualified_name()
         recent = {k: v for k, v in self._problems.items() if now - v[2] <= 2 * DIAGNOSTICS_PERIOD}
-
-        def status(suffix, level, message, values):
-            return DiagnosticStatus(level=level, name=f"{name}: {suffix}", message=message,
-                                    hardware_id=plan.base.name if plan is not None else "",
-                                    values=[KeyValue(key=k, value=str(v)) for k, v in values])
 
         level, text = self._model_status
         if plan is None and self._pending_base is None and "failed" not in text:
             text = "no robot model: " + self._description.waiting_for()
-        statuses = [status("model", level, text, [("source", self._model_source or "none")])]
+        statuses = [("model", level, text, [("source", self._model_source or "none")])]
 
         if sim is None:
-            statuses.append(status("simulation", DiagnosticStatus.STALE, "no model: not simulating", []))
+            statuses.append(("simulation", DiagnosticStatus.STALE, "no model: not simulating", []))
         else:
             achieved = (sim.t - self._stats_sim) / period
             names = plan.model.joint_names
@@ -739,13 +672,11 @@ class SimulatorNode(Node):
                     values.append((kind, txt))
                 if (self._stale & np.isfinite(self._command_time)).any() and level == DiagnosticStatus.OK:
                     level, text = DiagnosticStatus.WARN, "stale effort commands: applying zero torque"
-            statuses.append(status("simulation", level, text, values))
+            statuses.append(("simulation", level, text, values))
             self._stats_sim = sim.t
         self._stats_wall = now
         self._n_steps = self._n_published = self._n_rejected = 0
-        array = DiagnosticArray(status=statuses)
-        array.header.stamp = self.get_clock().now().to_msg()
-        return array
+        return diagnostic_array(self, plan.base.name if plan is not None else "", statuses)
 
 
 def main(args=None):

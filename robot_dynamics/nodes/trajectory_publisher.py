@@ -19,11 +19,11 @@ with a warning.  Service ``~/restart`` (std_srvs/Trigger) starts again from ``t 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 
 import numpy as np
 from builtin_interfaces.msg import Duration
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
@@ -31,8 +31,10 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import robot_dynamics as rd
 
-from .common import DescriptionSource, as_float_array, run_node
-from .simulator_node import _names, _number, _numbers, _unknown
+from .common import (
+    DescriptionSource, as_float_array, bounded_float, changed_settings, declare_settings, descriptor,
+    float_list, name_list, parameter_fields, parameters_verdict, require_joints, run_node,
+)
 
 OUTPUT_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 LIMIT_MARGIN = 0.05  # fraction of the distance from home to the nearest limit kept free
@@ -50,28 +52,27 @@ class Settings:
     ramp_time: float = 1.0
 
 
-PARAMETERS = tuple(f.name for f in fields(Settings))
+#: ROS parameter name -> Settings field (the same names)
+PARAMETER_FIELDS = parameter_fields(Settings)
 
 
 def coerce_setting(name: str, value):
     """Parameter value -> Settings field value; ValueError (the reason) when invalid."""
     if name in ("joints", "home_joint_names"):
-        return _names(name, value)
+        return name_list(name, value)
     if name == "home_positions":
-        return _numbers(name, value)
+        return float_list(name, value, strict=False)
     if name in ("amplitude", "frequency", "phase"):
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = [value]
-        numbers = _numbers(name, value)
+        numbers = float_list(name, value, scalar=True, strict=False)
         if not numbers:
             raise ValueError(f"{name} must be one number or one per joint, got []")
         if name != "phase" and min(numbers) < 0:
             raise ValueError(f"{name} must be >= 0, got {list(numbers)}")
         return numbers
     if name == "rate":
-        return _number(name, value, 0.0, 10_000.0, low_open=True)
+        return bounded_float(name, value, 0.0, 10_000.0, low_open=True)
     if name == "ramp_time":
-        return _number(name, value, 0.0, 3600.0)
+        return bounded_float(name, value, 0.0, 3600.0)
     raise ValueError(f"unknown parameter {name}")
 
 
@@ -115,7 +116,7 @@ def _per_joint(name, values, n):
 def compile_trajectory(model: rd.RobotModel, s: Settings) -> Trajectory:
     """The trajectory for ``model``; ``ValueError`` naming the problem otherwise."""
     names = list(s.joints or model.joint_names)
-    _unknown(model, names, "joints")
+    require_joints(model, names, "joints")
     index = [model.joint_names.index(n) for n in names]
     lower, upper = model.position_limits[index, 0], model.position_limits[index, 1]
     home = np.clip(np.zeros(len(names)), lower, upper)
@@ -165,43 +166,31 @@ class TrajectoryPublisher(Node):
 
     def _declare_parameters(self) -> Settings:
         d = Settings()
-
-        def desc(text):
-            return ParameterDescriptor(description=text, dynamic_typing=True)
-
         specs = {
-            "joints": ([], desc("Joints in the message (string list); empty = every joint of the model, model order.")),
-            "rate": (d.rate, desc("Messages per second of the node's clock, Hz.")),
-            "home_joint_names": ([], desc("Names for home_positions; empty = home_positions follows `joints`.")),
-            "home_positions": ([], desc("Centre of the motion, rad or m; empty = 0 (clipped into the limits).")),
-            "amplitude": (list(d.amplitude), desc("Amplitude, rad or m: one number or one per joint.")),
-            "frequency": (list(d.frequency), desc("Frequency, Hz: one number or one per joint.")),
-            "phase": (list(d.phase), desc("Phase, rad: one number or one per joint.")),
-            "ramp_time": (d.ramp_time, desc("Duration of the smooth start from rest at home, s (0: none).")),
+            "joints": ([], descriptor(
+                "Joints in the message (string list); empty = every joint of the model, model order.")),
+            "rate": (d.rate, descriptor("Messages per second of the node's clock, Hz.")),
+            "home_joint_names": ([], descriptor(
+                "Names for home_positions; empty = home_positions follows `joints`.")),
+            "home_positions": ([], descriptor(
+                "Centre of the motion, rad or m; empty = 0 (clipped into the limits).")),
+            "amplitude": (list(d.amplitude), descriptor("Amplitude, rad or m: one number or one per joint.")),
+            "frequency": (list(d.frequency), descriptor("Frequency, Hz: one number or one per joint.")),
+            "phase": (list(d.phase), descriptor("Phase, rad: one number or one per joint.")),
+            "ramp_time": (d.ramp_time, descriptor("Duration of the smooth start from rest at home, s (0: none).")),
         }
-        values = {}
-        for name, (default, descriptor) in specs.items():
-            param = self.declare_parameter(name, default, descriptor)
-            try:
-                values[name] = coerce_setting(name, param.value)
-            except ValueError as exc:
-                self.get_logger().fatal(f"invalid parameter: {exc}")
-                raise SystemExit(2) from None
-        return Settings(**values)
+        return declare_settings(self, Settings, specs, coerce_setting, PARAMETER_FIELDS)
 
     def _candidate(self, params) -> Settings:
-        changes = {p.name: coerce_setting(p.name, p.value) for p in params if p.name in PARAMETERS}
-        return replace(self._settings, **changes) if changes else self._settings
+        return changed_settings(self._settings, params, coerce_setting, PARAMETER_FIELDS)
 
     def _validate_parameters(self, params) -> SetParametersResult:
-        try:
-            candidate = self._candidate(params)
-            if candidate is not self._settings and self._model is not None:
-                compile_trajectory(self._model, candidate)
-        except ValueError as exc:
-            self.get_logger().warn(f"parameter change rejected: {exc}")
-            return SetParametersResult(successful=False, reason=str(exc))
-        return SetParametersResult(successful=True)
+        return parameters_verdict(self, self._check_parameters, params)
+
+    def _check_parameters(self, params) -> None:
+        candidate = self._candidate(params)
+        if candidate is not self._settings and self._model is not None:
+            compile_trajectory(self._model, candidate)
 
     def _apply_parameters(self, params) -> None:
         candidate = self._candidate(params)
