@@ -79,11 +79,17 @@ def _joint_rate(topology, bodies, x, k, i):
 
 
 @njit
-def _require_finite(x, k, name):
+def _finite(x, k):
+    """Whether state ``k`` of ``x`` is all finite (an absent ``x`` is).
+
+    Callers raise with a literal message: a message built at run time would cost an unpickling
+    on every call, not only on failure.
+    """
     if x.shape[0] > 0:
         for value in x[k]:
             if not math.isfinite(value):
-                raise ValueError(name + " contains NaN or inf")
+                return False
+    return True
 
 
 @njit
@@ -290,9 +296,12 @@ def _rnea(topology, bodies, gravity, q, qd, qdd):
     poses, twists, accelerations, wrenches = _workspace(topology)
     tau = np.empty((count, n))
     for k in range(count):
-        _require_finite(q, k, "q")
-        _require_finite(qd, k, "qd")
-        _require_finite(qdd, k, "qdd")
+        if not _finite(q, k):
+            raise ValueError("q contains NaN or inf")
+        if not _finite(qd, k):
+            raise ValueError("qd contains NaN or inf")
+        if not _finite(qdd, k):
+            raise ValueError("qdd contains NaN or inf")
         _rnea_state(topology, bodies, gravity, q, qd, qdd, k, poses, twists, accelerations, wrenches, tau[k])
     return tau
 
@@ -304,7 +313,8 @@ def _crba(topology, bodies, q):
     composite = np.empty((topology.shape[0], 10))
     M = np.empty((count, n, n))
     for k in range(count):
-        _require_finite(q, k, "q")
+        if not _finite(q, k):
+            raise ValueError("q contains NaN or inf")
         _joint_poses(topology, bodies, q, k, poses)
         _crba_state(topology, bodies, poses, composite, M[k])
     return M
@@ -320,9 +330,12 @@ def _forward(topology, bodies, gravity, q, qd, tau):
     M = np.empty((n, n))
     qdd = np.empty((count, n))
     for k in range(count):
-        _require_finite(q, k, "q")
-        _require_finite(qd, k, "qd")
-        _require_finite(tau, k, "tau")
+        if not _finite(q, k):
+            raise ValueError("q contains NaN or inf")
+        if not _finite(qd, k):
+            raise ValueError("qd contains NaN or inf")
+        if not _finite(tau, k):
+            raise ValueError("tau contains NaN or inf")
         _rnea_state(topology, bodies, gravity, q, qd, _ZERO, k, poses, twists, accelerations, wrenches, qdd[k])
         for c in range(n):
             qdd[k, c] = tau[k, c] - qdd[k, c]
@@ -508,8 +521,10 @@ def _coriolis(topology, bodies, q, qd):
     composite, composite_b = np.empty((nb, 6, 6)), np.empty((nb, 6, 6))
     C = np.zeros((count, n, n))
     for k in range(count):
-        _require_finite(q, k, "q")
-        _require_finite(qd, k, "qd")
+        if not _finite(q, k):
+            raise ValueError("q contains NaN or inf")
+        if not _finite(qd, k):
+            raise ValueError("qd contains NaN or inf")
         _joint_poses(topology, bodies, q, k, poses)
         _world_poses(topology, poses, world)
         _motion(topology, bodies, np.zeros(3), qd, _ZERO, k, poses, twists, accelerations)

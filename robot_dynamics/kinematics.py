@@ -10,7 +10,7 @@ import numba
 import numpy as np
 
 from .dynamics import (
-    _ZERO, _axis, _joint_poses, _motion, _require_finite, _rotation, _unbatch, _vec, _world_poses, as_states, mass_matrix,
+    _ZERO, _axis, _joint_poses, _motion, _finite, _rotation, _unbatch, _vec, _world_poses, as_states, mass_matrix,
 )
 from .model import COORDINATE, KIND, MULTIPLIER, PARENT, REVOLUTE
 from .spatial import add, cross, inertia_times, rotate, sub
@@ -26,7 +26,8 @@ def _body_poses(topology, bodies, q):
     poses = np.empty((nb, 12))
     world = np.empty((q.shape[0], nb, 12))
     for k in range(q.shape[0]):
-        _require_finite(q, k, "q")
+        if not _finite(q, k):
+            raise ValueError("q contains NaN or inf")
         _joint_poses(topology, bodies, q, k, poses)
         _world_poses(topology, poses, world[k])
     return world
@@ -43,7 +44,8 @@ def _world_jacobian(topology, bodies, q, body, point):
     world = np.empty((nb, 12))
     J = np.zeros((count, 6, n))
     for k in range(count):
-        _require_finite(q, k, "q")
+        if not _finite(q, k):
+            raise ValueError("q contains NaN or inf")
         if body < 0:
             continue
         _joint_poses(topology, bodies, q, k, poses)
@@ -71,8 +73,10 @@ def _kinetic(topology, bodies, q, qd):
     poses, twists, accelerations = np.empty((nb, 12)), np.empty((nb, 6)), np.empty((nb, 6))
     energy = np.zeros(q.shape[0])
     for k in range(q.shape[0]):
-        _require_finite(q, k, "q")
-        _require_finite(qd, k, "qd")
+        if not _finite(q, k):
+            raise ValueError("q contains NaN or inf")
+        if not _finite(qd, k):
+            raise ValueError("qd contains NaN or inf")
         _joint_poses(topology, bodies, q, k, poses)
         _motion(topology, bodies, np.zeros(3), qd, _ZERO, k, poses, twists, accelerations)
         for i in range(nb):

@@ -9,7 +9,7 @@ import numba
 import numpy as np
 
 from .dynamics import (
-    _joint_force, _joint_poses, _matching, _motion, _require_finite, _rotation, _unbatch, _vec, as_states,
+    _joint_force, _joint_poses, _matching, _motion, _finite, _rotation, _unbatch, _vec, as_states,
 )
 from .model import COORDINATE, INERTIAL_PARAMETERS, MULTIPLIER, PARENT
 from .spatial import body_force, force_to_parent
@@ -35,9 +35,12 @@ def _regressor(topology, bodies, gravity, q, qd, qdd):
     poses, twists, accelerations = np.empty((nb, 12)), np.empty((nb, 6)), np.empty((nb, 6))
     Y = np.zeros((count, n, PARAMETERS_PER_BODY * nb))
     for k in range(count):
-        _require_finite(q, k, "q")
-        _require_finite(qd, k, "qd")
-        _require_finite(qdd, k, "qdd")
+        if not _finite(q, k):
+            raise ValueError("q contains NaN or inf")
+        if not _finite(qd, k):
+            raise ValueError("qd contains NaN or inf")
+        if not _finite(qdd, k):
+            raise ValueError("qdd contains NaN or inf")
         _joint_poses(topology, bodies, q, k, poses)
         _motion(topology, bodies, gravity, qd, qdd, k, poses, twists, accelerations)
         for i in range(nb):
