@@ -28,6 +28,12 @@ def _median_us(call, number, repeat=15):
     return statistics.median(timeit.repeat(call, number=number, repeat=repeat)) / number * 1e6
 
 
+def _paired_median_us(ours, theirs, number, repeat=15):
+    """Medians of interleaved runs of both calls, so a burst of load elsewhere hits both sides."""
+    runs = [(timeit.timeit(ours, number=number), timeit.timeit(theirs, number=number)) for _ in range(repeat)]
+    return tuple(statistics.median(side) / number * 1e6 for side in zip(*runs))
+
+
 def _robots():
     return {
         "Panda-7": panda7_urdf(),
@@ -80,7 +86,7 @@ def single_state_table(number):
         pairs = zip(QUANTITIES, _our_calls(model, *single_ours), _pinocchio_calls(pin, pin_model, pin_data, *single_pin))
         for name, ours, theirs in pairs:
             ours(), theirs()  # compile / warm caches
-            rows.append((robot, model.nv, name, _median_us(ours, number), _median_us(theirs, number)))
+            rows.append((robot, model.nv, name, *_paired_median_us(ours, theirs, number)))
         # Batched inverse dynamics: one call over N states vs a Python loop over Pinocchio.
         start = time.perf_counter()
         rd.inverse_dynamics(model, *ours_states)
