@@ -143,9 +143,11 @@ class Loop:
         """Pause, reset the robot to home at rest, restart the trajectory, resume; record; the window."""
         self.call(SetBool, f"{SIMULATOR}/pause", SetBool.Request(data=True))
         self.call(Trigger, f"{SIMULATOR}/reset", Trigger.Request())
-        self.call(Trigger, f"{TRAJECTORY}/restart", Trigger.Request())
         since = time.monotonic()
         self.wait_commands(since)
+        # Restart the trajectory only now, just before resuming: the trajectory runs on the wall
+        # clock, so any wait in between would start the robot behind its (moving) reference.
+        self.call(Trigger, f"{TRAJECTORY}/restart", Trigger.Request())
         start = time.monotonic()
         self.call(SetBool, f"{SIMULATOR}/pause", SetBool.Request(data=False))
         time.sleep(record)

@@ -20,6 +20,7 @@ This module is the only one besides the nodes themselves that imports rclpy.
 from __future__ import annotations
 
 import array
+import gc
 import dataclasses
 import math
 import time
@@ -278,6 +279,7 @@ def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None,
         executor = None
         try:
             node = node_class(**kwargs)
+            gc.freeze()  # start-up objects out of the collector's way: no long gen-2 pauses in the loop
             executor = EventsExecutor(context=context)
             executor.add_node(node)
             while context.ok():
