@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from .robots import PACKAGE
+from .robots import PACKAGE, share_dirs
 
 #: Fast DDS accepts domain ids 0-101 and 215-232; a random one in this range for private graphs.
 PRIVATE_DOMAINS = range(102 - 70, 102)
@@ -35,22 +35,10 @@ PRIVATE_DOMAINS = range(102 - 70, 102)
 SIMULATION_DYNAMICS_OVERRIDES = {"command_source": "computed", "compensate_friction": True}
 
 
-def _data_dirs():
-    checkout = Path(__file__).resolve().parents[1]
-    if (checkout / "setup.py").is_file():
-        yield checkout
-    try:
-        from ament_index_python.packages import get_package_share_directory
-        yield Path(get_package_share_directory(PACKAGE))
-    except Exception:  # not a ROS 2 install, no AMENT_PREFIX_PATH, or package not indexed
-        pass
-    yield Path(sys.prefix) / "share" / PACKAGE
-
-
 def share_file(*parts):
     """Path of a data file of the package, e.g. ``share_file("config", "dynamics.yaml")``."""
     tried = []
-    for directory in _data_dirs():
+    for directory in share_dirs():
         path = directory.joinpath(*parts)
         if path.is_file():
             return path

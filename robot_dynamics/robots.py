@@ -30,25 +30,28 @@ PACKAGE = "robot_dynamics"
 DEMO_ROBOT = "arm7_gripper"
 
 
-def _candidate_dirs():
+def share_dirs():
+    """Where the package's data folders (urdf/, config/, launch/) may be, in order of preference:
+    the source checkout, the ROS 2 install (ament index), a pip install (``sys.prefix/share``)."""
     checkout = Path(__file__).resolve().parents[1]
     if (checkout / "setup.py").is_file():
-        yield checkout / "urdf"
+        yield checkout
     try:
         from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
     except ImportError:
         pass
     else:
         try:
-            yield Path(get_package_share_directory(PACKAGE)) / "urdf"
+            yield Path(get_package_share_directory(PACKAGE))
         except (PackageNotFoundError, LookupError, ValueError, OSError):  # OSError: no AMENT_PREFIX_PATH
             pass
-    yield Path(sys.prefix) / "share" / PACKAGE / "urdf"
+    yield Path(sys.prefix) / "share" / PACKAGE
 
 
 def _urdf_dirs():
     seen = []
-    for directory in _candidate_dirs():
+    for share in share_dirs():
+        directory = share / "urdf"
         if directory.is_dir() and directory not in seen:
             seen.append(directory)
     return seen
