@@ -133,7 +133,7 @@ class NodeProcess:
         return self.process.poll() is None
 
     def log_tail(self, lines=20):
-        self._log.flush()
+        """The last ``lines`` lines the node printed (its output goes straight to the file)."""
         try:
             text = self.log_path.read_text(errors="replace")
         except OSError:

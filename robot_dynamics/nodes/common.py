@@ -5,7 +5,7 @@
   parameter.
 - :func:`run_node` is the body of every executable's ``main()``: rclpy's EventsExecutor driven
   with ``spin_once(timeout_sec=...)`` (the only way it works in the PyPI wheels, see the README),
-  clean exit on Ctrl-C, SIGTERM and external shutdown.
+  clean exit (status 0) on Ctrl-C, SIGTERM and external shutdown.
 - Message converters: :func:`as_float_array`, :func:`matrix_msg`.
 - Parameter plumbing between a node's ``Settings`` dataclass and rclpy: :func:`parameter_fields`,
   :func:`descriptor`, :func:`declare_settings`, :func:`changed_settings`,
@@ -23,6 +23,7 @@ import array
 import gc
 import dataclasses
 import math
+import signal
 import time
 from typing import Callable, Iterable, NoReturn, Sequence
 
@@ -267,33 +268,43 @@ def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None,
     """Body of a node executable's ``main()``.
 
     ``rclpy.init(args)`` -> ``node_class(**kwargs)`` -> EventsExecutor spun with
-    ``spin_once(timeout_sec=0.1)`` until shutdown. Ctrl-C, SIGTERM (rclpy's handler shuts the
-    context down) and an external shutdown end the loop cleanly; the node is destroyed and the
-    context shut down. Returns 0 (the process exit status).
+    ``spin_once(timeout_sec=0.1)`` until SIGINT (Ctrl-C), SIGTERM or an external shutdown; the
+    node is destroyed and the context shut down. Returns 0 (the process exit status).
+
+    The signals only set a flag that the loop reads between spins. rclpy's own handlers, or
+    Python's KeyboardInterrupt, would raise inside whatever runs when the signal lands: inside a
+    message conversion the EventsExecutor turns that into a RuntimeError and the process exits
+    with a traceback instead of cleanly.
     """
     from rclpy.experimental import EventsExecutor
+    from rclpy.signals import SignalHandlerOptions
 
-    with rclpy.init(args=list(args) if args is not None else None) as init:
-        context = init.context
-        node = None
-        executor = None
-        try:
-            node = node_class(**kwargs)
-            gc.freeze()  # start-up objects out of the collector's way: no long gen-2 pauses in the loop
-            executor = EventsExecutor(context=context)
-            executor.add_node(node)
-            while context.ok():
-                executor.spin_once(timeout_sec=0.1)
-        except (KeyboardInterrupt, ExternalShutdownException):
-            pass
-        finally:
-            if executor is not None:
-                try:
+    stop = []
+    previous = {sig: signal.signal(sig, lambda signum, _frame: stop.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with rclpy.init(args=list(args) if args is not None else None,
+                        signal_handler_options=SignalHandlerOptions.NO) as init:
+            context = init.context
+            node = None
+            executor = None
+            try:
+                node = node_class(**kwargs)
+                gc.freeze()  # start-up objects out of the collector's way: no long gen-2 pauses in the loop
+                executor = EventsExecutor(context=context)
+                executor.add_node(node)
+                while context.ok() and not stop:
+                    executor.spin_once(timeout_sec=0.1)
+            except ExternalShutdownException:
+                pass
+            finally:
+                if executor is not None:
                     executor.shutdown(timeout_sec=1.0)
-                except Exception:  # noqa: BLE001 - best effort at exit
-                    pass
-            if node is not None:
-                node.destroy_node()
+                if node is not None:
+                    node.destroy_node()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return 0
 
 

@@ -179,17 +179,6 @@ def compile_plan(base: rd.RobotModel, s: Settings) -> Plan:
                 state_index=state_index, state_names=state_names, index=index, q0=q0, qd0=qd0, notes=notes)
 
 
-def _interrupt_in(exc: BaseException) -> bool:
-    """Whether a KeyboardInterrupt is ``exc`` or in its cause/context chain."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
 def stamp_of(ns: int) -> Time:
     """builtin_interfaces/Time of an integer nanosecond count."""
     return Time(sec=int(ns // 1_000_000_000), nanosec=int(ns % 1_000_000_000))
@@ -221,7 +210,6 @@ class SimulatorNode(Node):
         self._stats_wall = time.monotonic()
         self._stats_sim = 0.0
         self._clock_pub = None
-        self._interrupted = None  # monotonic time of a Ctrl-C caught inside a tick
 
         self.add_on_set_parameters_callback(self._validate_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
@@ -528,7 +516,7 @@ class SimulatorNode(Node):
             period = min(max(1.0 / (s.publish_rate * s.real_time_factor), MIN_TICK), MAX_TICK)
         else:
             period = MIN_TICK
-        self._tick = self.create_timer(period, self._on_tick)
+        self._tick = self.create_timer(period, self._advance)
 
     def _reanchor(self) -> None:
         """Pace from now; without /clock, move the stamps' epoch so they continue from the wall clock."""
@@ -538,24 +526,6 @@ class SimulatorNode(Node):
             self._anchor_sim = self._sim.t
             if not self._settings.publish_clock:
                 self._epoch_ns = max(self._epoch_ns, time.time_ns() - round(self._sim.t * 1e9))
-
-    def _on_tick(self) -> None:
-        if self._interrupted is not None:
-            # Ctrl-C arrived inside a tick; rclpy's signal handler shuts the context down and the
-            # executor loop ends. Should that not happen, end it the ordinary way.
-            if time.monotonic() - self._interrupted > 0.5:
-                raise KeyboardInterrupt
-            return
-        try:
-            self._advance()
-        except BaseException as exc:
-            # Ctrl-C / SIGTERM while integrating: rclpy shuts the context down (publishing then
-            # fails) and Python raises KeyboardInterrupt, possibly inside a compiled kernel (which
-            # reports it as a SystemError). Stop quietly instead of crashing the callback.
-            if not self.context.ok() or _interrupt_in(exc):
-                self._interrupted = time.monotonic()
-                return
-            raise
 
     def _advance(self) -> None:
         """Integrate up to the paced target (or for TICK_BUDGET at real_time_factor 0), publishing on schedule."""
