@@ -7,6 +7,9 @@ acceleration (default ``(0, 0, -9.81)``) and the holding torque is ``+gravity_to
 
 from . import examples
 from .dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
+from .formulations import (
+    christoffel_coriolis_matrix, christoffel_symbols, closed_form_terms, dalembert_terms, inertia_bounds, lagrange_euler_terms,
+)
 from .kinematics import frame_pose, jacobian, kinetic_energy, operational_space_inertia, potential_energy
 from .model import RobotModel
 from .regressor import inertial_parameters, regressor
@@ -17,5 +20,7 @@ __all__ = [
     "inverse_dynamics", "gravity_torques", "bias_forces", "mass_matrix", "coriolis_matrix", "forward_dynamics",
     "frame_pose", "jacobian", "kinetic_energy", "potential_energy", "operational_space_inertia",
     "regressor", "inertial_parameters",
+    "lagrange_euler_terms", "closed_form_terms", "christoffel_symbols", "christoffel_coriolis_matrix", "dalembert_terms",
+    "inertia_bounds",
     "examples",
 ]

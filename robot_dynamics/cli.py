@@ -3,11 +3,13 @@
 Subcommands::
 
     robot-dynamics robots                         the bundled robots and their files
-    robot-dynamics info URDF                      joints, limits, masses, warnings
+    robot-dynamics info URDF                      joints, limits, masses, inertia bounds, warnings
     robot-dynamics gravity URDF --q ...           holding torques g(q)
     robot-dynamics mass-matrix URDF --q ...       M(q)
     robot-dynamics demo                           the closed-loop computed-torque demo (ROS 2)
-    robot-dynamics bench [core|node|simulator]    the benchmarks (need the test extra)
+    robot-dynamics bench [core|node|simulator|scaling]
+                                                  the benchmarks (core, node and simulator need the
+                                                  test extra; scaling needs matplotlib for its plot)
 
 ``URDF`` is a file path or the name of a bundled robot (``planar_2r``, ``arm7_gripper``,
 ``cartesian_3dof``). ``--q`` takes the joint values in model order (``--q 0 0.5``, also
@@ -32,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 PROG = "robot-dynamics"
-BENCHMARKS = ("core", "node", "simulator")
+BENCHMARKS = ("core", "node", "simulator", "scaling")
+INERTIA_SAMPLES = 1000  # seeded configurations within the limits for info's bounds on M(q)
 
 
 class CLIError(Exception):
@@ -53,21 +56,12 @@ class _Parser(argparse.ArgumentParser):
 
 def resolve_urdf(argument):
     """The URDF file for a command-line argument: an existing file, else a bundled robot name."""
-    from .robots import bundled_robot_names, bundled_urdf
+    from .robots import urdf_file
 
-    path = Path(argument).expanduser()
-    if path.is_file():
-        return path
-    if path.exists():
-        raise CLIError(f"{argument!r} is not a file")
-    looks_like_name = not any(sep in argument for sep in "/\\")
-    if looks_like_name:
-        try:
-            return bundled_urdf(argument)
-        except LookupError:
-            pass
-    known = ", ".join(bundled_robot_names()) or "none found"
-    raise CLIError(f"no URDF file {argument!r} and no bundled robot of that name (bundled robots: {known})")
+    try:
+        return urdf_file(argument)
+    except LookupError as exc:
+        raise CLIError(str(exc)) from None
 
 
 def load_model(argument, mimic=True):
@@ -227,9 +221,22 @@ def info(model, path, load_warnings):
         "mimic_joints": {name: {"master": master, "multiplier": mult, "offset": off}
                          for name, (master, mult, off) in model.mimic_joints.items()},
         "link_masses": {link: {"mass": links[link][0], "moved_by": carried_by[link]} for link in model.link_names},
+        "inertia_bounds": _inertia_bounds(model),
         "warnings": list(load_warnings) + inertia_warnings(links),
         "notes": notes,
     }
+
+
+def _inertia_bounds(model):
+    """Spong's ``lambda_min I <= M(q) <= lambda_max I`` over a fixed, seeded sample within the limits.
+
+    None for a robot without moving joints."""
+    import robot_dynamics as rd
+
+    if model.nv == 0:
+        return None
+    lambda_min, lambda_max = rd.inertia_bounds(model, INERTIA_SAMPLES, seed=0)
+    return {"lambda_min": lambda_min, "lambda_max": lambda_max, "samples": INERTIA_SAMPLES, "seed": 0}
 
 
 def _number(value, width, digits=4):
@@ -262,6 +269,13 @@ def print_info(report, out):
             f"{_number(joint['link_mass'], 9)}\n"
         )
     write("(limits in rad, m, rad/s, m/s, N m, N; '-' = none; mass(kg) = links the joint moves directly)\n")
+    bounds = report["inertia_bounds"]
+    if bounds is None:
+        write("\ninertia bounds: none (no moving joints)\n")
+    else:
+        write(f"\ninertia bounds lambda_min I <= M(q) <= lambda_max I: lambda_min = {bounds['lambda_min']:.6g}, "
+              f"lambda_max = {bounds['lambda_max']:.6g}\n(eigenvalues of M over {bounds['samples']} random "
+              f"configurations within the limits, seed {bounds['seed']}; joints without limits in [-pi, pi])\n")
     if report["mimic_joints"]:
         write("\nmimic joints (not coordinates):\n")
         for name, mimic in report["mimic_joints"].items():
@@ -367,9 +381,9 @@ def build_parser():
     from .demo import add_arguments
     add_arguments(demo)
 
-    bench = commands.add_parser("bench", help="run the benchmarks (core, node, simulator)")
+    bench = commands.add_parser("bench", help="run the benchmarks (core, node, simulator, scaling)")
     bench.add_argument("which", nargs="*", metavar="WHICH",
-                       help="core, node, simulator or all (default all)")
+                       help="core, node, simulator, scaling or all (default all)")
     bench.add_argument("--args", dest="bench_args", default="", metavar="'ARGS'",
                        help="arguments passed to each benchmark's main(), as one quoted string")
     return parser

@@ -74,6 +74,26 @@ def test_info_json_matches_the_model(capsys):
     assert any("point masses" in note for note in report["notes"])
 
 
+def test_info_prints_the_inertia_bounds_of_seeded_samples(capsys, tmp_path):
+    model = rd.load_urdf(bundled_urdf("planar_2r"))
+    lambda_min, lambda_max = rd.inertia_bounds(model, cli.INERTIA_SAMPLES, seed=0)
+    status, out, err = run(capsys, "info", "planar_2r")
+    assert status == 0, err
+    assert f"lambda_min = {lambda_min:.6g}, lambda_max = {lambda_max:.6g}" in out
+    assert f"over {cli.INERTIA_SAMPLES} random configurations within the limits, seed 0" in out
+    # M of the 2R arm is extreme when stretched out (theta2 = 0): lambda = (4.5 -+ sqrt(18.25)) / 2
+    assert lambda_min == pytest.approx((4.5 - 18.25**0.5) / 2, rel=1e-3)
+    assert lambda_max == pytest.approx((4.5 + 18.25**0.5) / 2, rel=1e-4)
+    status, out, _ = run(capsys, "info", "planar_2r", "--json")
+    assert json.loads(out)["inertia_bounds"] == {
+        "lambda_min": lambda_min, "lambda_max": lambda_max, "samples": cli.INERTIA_SAMPLES, "seed": 0}
+    welded = tmp_path / "welded.urdf"
+    welded.write_text('<robot name="w"><link name="a"/><link name="b"/><joint name="j" type="fixed">'
+                      '<parent link="a"/><child link="b"/></joint></robot>')
+    status, out, err = run(capsys, "info", str(welded))
+    assert status == 0 and "inertia bounds: none (no moving joints)" in out, err
+
+
 def test_info_reports_load_warnings_and_suspicious_inertias(capsys, tmp_path):
     urdf = tmp_path / "bad.urdf"
     urdf.write_text("""<robot name="bad">
@@ -194,7 +214,7 @@ def test_bench_runs_each_benchmark_main_with_the_given_arguments(capsys, monkeyp
 
     monkeypatch.setattr(cli, "load_benchmark", fake_loader)
     assert cli.main(["bench", "--args", "--duration 1 --quick"]) == 0
-    assert calls == [(name, ["--duration", "1", "--quick"]) for name in ("core", "node", "simulator")]
+    assert calls == [(name, ["--duration", "1", "--quick"]) for name in ("core", "node", "simulator", "scaling")]
     calls.clear()
     assert cli.main(["bench", "node"]) == 0
     assert calls == [("node", [])]
@@ -204,6 +224,19 @@ def test_bench_runs_each_benchmark_main_with_the_given_arguments(capsys, monkeyp
 def test_bench_modules_are_found_with_a_main():
     for name in cli.BENCHMARKS:
         assert callable(cli.load_benchmark(name).main)
+
+
+def test_bench_scaling_tiny_run_prints_the_tables_and_writes_the_plot(capsys, tmp_path):
+    plot = tmp_path / "plots" / "scaling.png"
+    status = cli.main(["bench", "scaling", "--args",
+                       f"--sizes 2 3 --fit-from 2 --repeat 1 --min-time 0 --plot {plot}"])
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "| Lagrange-Euler, 4x4 (D, h, c) | chain |" in out and "| n^4 (128/3 n^4 mult.) |" in out
+    exponent_rows = [line for line in out.splitlines() if line.startswith("| inverse dynamics") and "n (132n" in line]
+    assert len(exponent_rows) == 1 and "| - |" not in exponent_rows[0]  # fitted for chains and trees
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"plot: {plot.resolve()}" in out
 
 
 def test_missing_or_unknown_benchmark_is_a_one_line_error(capsys, monkeypatch):
