@@ -17,47 +17,26 @@ a parameters file, which carries URDFs of any size). The same graph, without ``r
 ``robot_dynamics.processes.dynamics_graph`` (used by test/test_launch_graphs.py).
 """
 
-import os
-
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-PACKAGE = "robot_dynamics"
+from robot_dynamics.processes import share_file
+from robot_dynamics.robots import PACKAGE, urdf_file
 
 
-def share_dir():
-    """share/robot_dynamics of the install (ament index), else the source tree of this file."""
-    try:
-        from ament_index_python.packages import get_package_share_directory
-        return get_package_share_directory(PACKAGE)
-    except Exception:
-        return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def urdf_path(argument):
-    """An existing file, else a bundled robot name (with or without .urdf)."""
-    if os.path.isfile(argument):
-        return argument
-    name = argument if argument.endswith(".urdf") else argument + ".urdf"
-    bundled = os.path.join(share_dir(), "urdf", name)
-    if os.sep not in argument and os.path.isfile(bundled):
-        return bundled
-    raise RuntimeError(f"urdf:={argument!r} is neither a file nor a bundled robot")
-
-
-def as_bool(text):
-    return text.strip().lower() in ("1", "true", "yes", "on")
+def flag(context, name):
+    """A true/false launch argument as a bool (launch's own rules: true/false/1/0)."""
+    return IfCondition(LaunchConfiguration(name)).evaluate(context)
 
 
 def nodes(context):
-    urdf_file = urdf_path(LaunchConfiguration("urdf").perform(context))
-    with open(urdf_file) as file:
-        description = ParameterValue(file.read(), value_type=str)
+    description = ParameterValue(urdf_file(LaunchConfiguration("urdf").perform(context)).read_text(), value_type=str)
     namespace = LaunchConfiguration("namespace").perform(context)
-    use_sim_time = as_bool(LaunchConfiguration("use_sim_time").perform(context))
+    use_sim_time = flag(context, "use_sim_time")
     actions = [
         Node(
             package=PACKAGE,
@@ -71,7 +50,7 @@ def nodes(context):
             ],
         )
     ]
-    if as_bool(LaunchConfiguration("start_robot_state_publisher").perform(context)):
+    if flag(context, "start_robot_state_publisher"):
         actions.append(
             Node(
                 package="robot_state_publisher",
@@ -92,7 +71,7 @@ def generate_launch_description():
         DeclareLaunchArgument("use_sim_time", default_value="false", description="follow /clock"),
         DeclareLaunchArgument("start_robot_state_publisher", default_value="false",
                               description="also start robot_state_publisher with the same URDF"),
-        DeclareLaunchArgument("params_file", default_value=os.path.join(share_dir(), "config", "dynamics.yaml"),
+        DeclareLaunchArgument("params_file", default_value=str(share_file("config", "dynamics.yaml")),
                               description="parameters of the dynamics node"),
         OpaqueFunction(function=nodes),
     ])

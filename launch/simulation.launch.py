@@ -24,49 +24,29 @@ The same graph, without ``ros2 launch``: ``robot_dynamics.processes.simulation_g
 ``robot-dynamics demo`` and test/test_launch_graphs.py).
 """
 
-import os
-
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-PACKAGE = "robot_dynamics"
+from robot_dynamics.processes import share_file
+from robot_dynamics.robots import PACKAGE, urdf_file
 
 
-def share_dir():
-    """share/robot_dynamics of the install (ament index), else the source tree of this file."""
-    try:
-        from ament_index_python.packages import get_package_share_directory
-        return get_package_share_directory(PACKAGE)
-    except Exception:
-        return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def urdf_path(argument):
-    """An existing file, else a bundled robot name (with or without .urdf)."""
-    if os.path.isfile(argument):
-        return argument
-    name = argument if argument.endswith(".urdf") else argument + ".urdf"
-    bundled = os.path.join(share_dir(), "urdf", name)
-    if os.sep not in argument and os.path.isfile(bundled):
-        return bundled
-    raise RuntimeError(f"urdf:={argument!r} is neither a file nor a bundled robot")
-
-
-def as_bool(text):
-    return text.strip().lower() in ("1", "true", "yes", "on")
+def flag(context, name):
+    """A true/false launch argument as a bool (launch's own rules: true/false/1/0)."""
+    return IfCondition(LaunchConfiguration(name)).evaluate(context)
 
 
 def nodes(context):
     def arg(name):
         return LaunchConfiguration(name).perform(context)
 
-    with open(urdf_path(arg("urdf"))) as file:
-        description = ParameterValue(file.read(), value_type=str)
+    description = ParameterValue(urdf_file(arg("urdf")).read_text(), value_type=str)
     namespace = arg("namespace")
-    use_sim_time = as_bool(arg("use_sim_time"))
+    use_sim_time = flag(context, "use_sim_time")
     common = {"robot_description": description, "use_sim_time": use_sim_time}
     return [
         Node(package=PACKAGE, executable="simulator_node", name="robot_dynamics_simulator",
@@ -75,7 +55,7 @@ def nodes(context):
         Node(package=PACKAGE, executable="dynamics_node", name="robot_dynamics",
              namespace=namespace, output="screen",
              parameters=[arg("dynamics_params"), {**common, "command_source": arg("command_source"),
-                                                  "compensate_friction": as_bool(arg("compensate_friction"))}]),
+                                                  "compensate_friction": flag(context, "compensate_friction")}]),
         Node(package=PACKAGE, executable="trajectory_publisher", name="trajectory_publisher",
              namespace=namespace, output="screen",
              parameters=[arg("trajectory_params"), common]),
@@ -83,7 +63,6 @@ def nodes(context):
 
 
 def generate_launch_description():
-    config = os.path.join(share_dir(), "config")
     return LaunchDescription([
         DeclareLaunchArgument("urdf", default_value="arm7_gripper",
                               description="URDF file or bundled robot name (planar_2r, arm7_gripper, cartesian_3dof)"),
@@ -94,8 +73,8 @@ def generate_launch_description():
                               description="effort_command of the dynamics node: computed | gravity | none"),
         DeclareLaunchArgument("compensate_friction", default_value="true",
                               description="the dynamics node models the URDF friction the simulator applies"),
-        DeclareLaunchArgument("simulator_params", default_value=os.path.join(config, "simulator.yaml")),
-        DeclareLaunchArgument("dynamics_params", default_value=os.path.join(config, "dynamics.yaml")),
-        DeclareLaunchArgument("trajectory_params", default_value=os.path.join(config, "trajectory_publisher.yaml")),
+        DeclareLaunchArgument("simulator_params", default_value=str(share_file("config", "simulator.yaml"))),
+        DeclareLaunchArgument("dynamics_params", default_value=str(share_file("config", "dynamics.yaml"))),
+        DeclareLaunchArgument("trajectory_params", default_value=str(share_file("config", "trajectory_publisher.yaml"))),
         OpaqueFunction(function=nodes),
     ])

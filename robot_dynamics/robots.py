@@ -77,3 +77,26 @@ def bundled_urdf(name):
             return path
     known = ", ".join(bundled_robot_names()) or "none found"
     raise LookupError(f"unknown robot {name!r} (bundled robots: {known})")
+
+
+def urdf_file(argument):
+    """The URDF file a user means by ``argument``: an existing file, else a bundled robot name.
+
+    For command lines and launch arguments (``urdf:=arm7_gripper`` or ``urdf:=/path/robot.urdf``).
+    Raises ``LookupError`` saying what was tried.
+
+    >>> urdf_file("planar_2r").name
+    'planar_2r.urdf'
+    """
+    path = Path(str(argument)).expanduser()
+    if path.is_file():
+        return path
+    if path.exists():
+        raise LookupError(f"{str(argument)!r} is not a file")
+    if not any(separator in str(argument) for separator in "/\\"):
+        try:
+            return bundled_urdf(argument)
+        except LookupError:
+            pass
+    known = ", ".join(bundled_robot_names()) or "none found"
+    raise LookupError(f"no URDF file {str(argument)!r} and no bundled robot of that name (bundled robots: {known})")
