@@ -94,7 +94,7 @@ def _finite(x, k):
 
 @njit
 def _joint_poses(topology, bodies, q, k, poses):
-    """Each body frame's pose in its parent's frame, ``T_{parent,i} = M_i e^{[A_i] q_i}`` (Lynch & Park eq. 9.46).
+    """Each body frame's pose in its parent's frame, ``T_{parent,i} = M_i e^{[A_i] q_i}`` (Lynch & Park eq. 9.53).
 
     ``poses[i]`` holds the rotation (row-major) and the origin of body ``i`` in its parent frame.
     """
@@ -127,7 +127,7 @@ def _world_poses(topology, poses, world):
 
 @njit
 def _motion(topology, bodies, gravity, qd, qdd, k, poses, twists, accelerations):
-    """Forward recursion of the Newton-Euler algorithm (Lynch & Park eqs. 9.48-9.49).
+    """Forward recursion of the Newton-Euler algorithm (Lynch & Park eqs. 9.54-9.55).
 
     ``V_i = Ad_{T_{i,parent}} V_parent + A_i qd_i`` and
     ``Vdot_i = Ad_{T_{i,parent}} Vdot_parent + ad_{V_i} A_i qd_i + A_i qdd_i``, in body frames,
@@ -164,7 +164,7 @@ def _motion(topology, bodies, gravity, qd, qdd, k, poses, twists, accelerations)
 
 @njit
 def _joint_force(topology, bodies, i, n, f):
-    """The generalised force of body ``i``'s joint, ``tau_i = A_i^T F_i`` (Lynch & Park eq. 9.53)."""
+    """The generalised force of body ``i``'s joint, ``tau_i = A_i^T F_i`` (Lynch & Park eq. 9.57)."""
     if topology[i, KIND] == REVOLUTE:
         return dot(_axis(bodies, i), n)
     return dot(_axis(bodies, i), f)
@@ -172,7 +172,7 @@ def _joint_force(topology, bodies, i, n, f):
 
 @njit
 def _rnea_state(topology, bodies, gravity, q, qd, qdd, k, poses, twists, accelerations, wrenches, tau):
-    """Recursive Newton-Euler inverse dynamics for state ``k`` (Lynch & Park §9.3, eqs. 9.48-9.53).
+    """Recursive Newton-Euler inverse dynamics for state ``k`` (Lynch & Park §9.3, eqs. 9.53-9.57).
 
     Backward recursion: ``F_i = G_i Vdot_i - ad_{V_i}^T G_i V_i + Ad_{T_{child,i}}^T F_child``.
     """
@@ -201,7 +201,7 @@ def _crba_state(topology, bodies, poses, composite, M):
     """Composite-rigid-body algorithm: ``M_ij = A_i^T I^C_i (X A_j)`` for ``j`` an ancestor of ``i``.
 
     ``I^C_i`` is the inertia of the subtree rooted at body ``i`` (Featherstone's CRBA; the
-    matrix it fills is Lynch & Park's ``M = A^T L^T G L A`` of eq. 9.78, read column by column).
+    matrix it fills is Lynch & Park's ``M = A^T L^T G L A`` of eq. 9.82, read column by column).
     """
     nb = topology.shape[0]
     composite[:, :] = bodies[:, MASS:MASS + 10]
@@ -359,7 +359,7 @@ def as_states(model, value, name):
     shape = array.shape
     if not shape or shape[-1] != model.nv:
         raise ValueError(f"{name} must have {model.nv} values per state (model.joint_names order), got shape {shape}")
-    return np.ascontiguousarray(array.reshape(-1, model.nv)), shape[:-1]
+    return np.ascontiguousarray(array.reshape(math.prod(shape[:-1]), model.nv)), shape[:-1]
 
 
 def _unbatch(result, batch):
@@ -377,7 +377,7 @@ def _matching(model, value, name, batch):
 def inverse_dynamics(model, q, qd, qdd, external_wrenches=None):
     """Joint forces ``tau = M(q) qdd + C(q, qd) qd + g(q) - sum_l J_l^T F_l`` by recursive Newton-Euler.
 
-    Lynch & Park §9.3 (eqs. 9.48-9.53).  ``external_wrenches`` maps a link name to the wrench
+    Lynch & Park §9.3 (eqs. 9.53-9.57).  ``external_wrenches`` maps a link name to the wrench
     ``[moment; force]`` the environment applies to the robot, in world-aligned axes at the
     link's origin.
 
@@ -422,7 +422,7 @@ def bias_forces(model, q, qd):
 def mass_matrix(model, q):
     """The symmetric positive-definite mass matrix ``M(q)`` by the composite-rigid-body algorithm.
 
-    Lynch & Park eq. 9.78 (``M = A^T L^T G L A``), computed column by column over subtrees.
+    Lynch & Park eq. 9.82 (``M = A^T L^T G L A``), computed column by column over subtrees.
 
     >>> import robot_dynamics as rd
     >>> arm = rd.load_urdf(rd.examples.TWO_LINK_URDF)  # m1 = m2 = 1, L1 = L2 = 1 (Lynch & Park §9.1)
@@ -435,7 +435,7 @@ def mass_matrix(model, q):
 
 
 def forward_dynamics(model, q, qd, tau, external_wrenches=None):
-    """Joint accelerations ``qdd = M(q)^-1 (tau - h(q, qd) + sum_l J_l^T F_l)`` (Lynch & Park §9.5, eq. 9.85).
+    """Joint accelerations ``qdd = M(q)^-1 (tau - h(q, qd) + sum_l J_l^T F_l)`` (Lynch & Park §9.5, eq. 9.89).
 
     ``h`` by Newton-Euler, ``M`` by CRBA, then a Cholesky solve: never an explicit inverse.
     Raises ValueError naming the joint if ``M`` is singular (a joint that moves no mass).

@@ -29,7 +29,7 @@ def _unit_parameters(index):
 @njit
 def _regressor(topology, bodies, gravity, q, qd, qdd):
     """Column ``10 i + p`` of ``Y``: the joint forces that body ``i`` alone, with parameter ``p`` = 1 and the
-    rest 0, needs for the motion (Newton-Euler's backward pass for one body, Lynch & Park eq. 9.53)."""
+    rest 0, needs for the motion (Newton-Euler's backward pass for one body, Lynch & Park eq. 9.56)."""
     count, n = q.shape
     nb = topology.shape[0]
     poses, twists, accelerations = np.empty((nb, 12)), np.empty((nb, 6)), np.empty((nb, 6))

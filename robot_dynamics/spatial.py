@@ -113,7 +113,7 @@ def inertia_times(mass, h, Ibar, omega, v):
 
 @njit
 def body_force(mass, h, Ibar, omega, v, alpha, a):
-    """Newton-Euler for one body: ``F = I A - ad_V^T (I V)`` (Lynch & Park eq. 8.41, 9.51).
+    """Newton-Euler for one body: ``F = I A - ad_V^T (I V)`` (Lynch & Park eqs. 9.42, 9.56).
 
     ``(alpha, a)`` is the spatial acceleration and ``(omega, v)`` the twist, both in the body
     frame; ``-ad_V^T`` is the force cross product ``V x* (n, f) = (w x n + v x f, w x f)``.

@@ -590,3 +590,24 @@ def test_model_is_immutable():
     with pytest.raises(Exception):
         model.name = "other"
     np.testing.assert_array_equal(model.gravity, [0.0, 0.0, -9.81])
+
+
+def test_robot_without_moving_joints_has_empty_dynamics_of_the_right_shapes():
+    """All joints fixed (a mounted tool, a sensor head): zero coordinates, no crash, frames still work."""
+    xml = """<robot name="statue"><link name="base"/>
+      <link name="head"><inertial><origin xyz="0 0 0.1"/><mass value="2"/>
+        <inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
+      <joint name="neck" type="fixed"><origin xyz="0 0 1"/><parent link="base"/><child link="head"/></joint>
+    </robot>"""
+    model = rd.load_urdf(xml)
+    assert model.nv == 0 and model.joint_names == ()
+    for batch in ((), (5,)):
+        q = np.zeros(batch + (0,))
+        assert rd.mass_matrix(model, q).shape == batch + (0, 0)
+        assert rd.coriolis_matrix(model, q, q).shape == batch + (0, 0)
+        assert rd.gravity_torques(model, q).shape == batch + (0,)
+        assert rd.inverse_dynamics(model, q, q, q).shape == batch + (0,)
+        assert rd.forward_dynamics(model, q, q, q).shape == batch + (0,)
+        np.testing.assert_array_equal(rd.kinetic_energy(model, q, q), np.zeros(batch))
+    np.testing.assert_allclose(rd.frame_pose(model, [], "head")[:3, 3], [0, 0, 1])
+    assert rd.jacobian(model, [], "head").shape == (6, 0)
