@@ -29,7 +29,6 @@ import math
 import sys
 import warnings
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import numpy as np
 

@@ -3,13 +3,13 @@
 - :class:`DescriptionSource` finds the URDF (``robot_description``) the way robot_state_publisher
   users expect: own parameter, then the latched ``robot_description`` topic, then another node's
   parameter.
+- :func:`warm_up_kernels` compiles the dynamics kernels at start-up, not in the first control cycles.
 - :func:`run_node` is the body of every executable's ``main()``: rclpy's EventsExecutor driven
   with ``spin_once(timeout_sec=...)`` (the only way it works in the PyPI wheels, see the README),
   clean exit (status 0) on Ctrl-C, SIGTERM and external shutdown.
 - Message converters: :func:`as_float_array`, :func:`matrix_msg`.
 - Parameter plumbing between a node's ``Settings`` dataclass and rclpy: :func:`parameter_fields`,
-  :func:`descriptor`, :func:`declare_settings`, :func:`changed_settings`,
-  :func:`parameters_verdict`, :func:`fatal_parameter`; and the value checks several nodes use:
+  :func:`descriptor`, :func:`declare_settings`, :func:`watch_settings`, :func:`fatal_parameter`; and the value checks several nodes use:
   :func:`float_list`, :func:`bounded_float`, :func:`name_list`, :func:`duplicates`,
   :func:`require_joints`.
 - Diagnostics: :func:`diagnostic_array`, :func:`log_problem`.
@@ -38,12 +38,13 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 
+from robot_dynamics.warm_up import warm_up
+
 __all__ = [
     "DESCRIPTION_QOS",
     "DescriptionSource",
     "as_float_array",
     "bounded_float",
-    "changed_settings",
     "declare_settings",
     "descriptor",
     "diagnostic_array",
@@ -54,9 +55,10 @@ __all__ = [
     "matrix_msg",
     "name_list",
     "parameter_fields",
-    "parameters_verdict",
     "require_joints",
     "run_node",
+    "warm_up_kernels",
+    "watch_settings",
 ]
 
 #: QoS of the ``robot_description`` topic (robot_state_publisher's convention: latched).
@@ -264,6 +266,16 @@ class DescriptionSource:
         self._update()
 
 
+def warm_up_kernels(node: Node) -> None:
+    """Compile (or load from numba's cache) the dynamics kernels before the node's loop starts;
+    says so when that takes long (the first run after installing)."""
+    started = time.monotonic()
+    warm_up()
+    took = time.monotonic() - started
+    if took > 2.0:
+        node.get_logger().info(f"compiled the dynamics kernels in {took:.1f} s (cached for the next start)")
+
+
 def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None, **kwargs) -> int:
     """Body of a node executable's ``main()``.
 
@@ -391,28 +403,37 @@ def declare_settings(node: Node, settings_type, specs: dict, coerce: Callable, f
     return settings_type(**values)
 
 
-def changed_settings(settings, params, coerce: Callable, fields: dict[str, str]):
-    """``settings`` with the values of ``params`` (rclpy Parameters) that are among ``fields``
-    coerced and applied, or ``settings`` itself (the same object) when none is; ``ValueError``
-    from ``coerce`` propagates."""
-    changes = {}
-    for p in params:
-        field = fields.get(p.name)
-        if field is not None:
-            changes[field] = coerce(field, p.value)
-    return dataclasses.replace(settings, **changes) if changes else settings
+def watch_settings(node: Node, current: Callable, coerce: Callable, fields: dict[str, str],
+                   check: Callable, apply: Callable) -> None:
+    """Run-time parameter changes of a node whose values live in a frozen ``Settings`` dataclass.
 
+    ``current()`` gives the node's settings now. A change to any of ``fields`` (parameter name ->
+    field, see :func:`parameter_fields`) is coerced into a candidate ``Settings`` by
+    ``coerce(field, value)``; that or ``check(candidate)`` raising ``ValueError`` rejects the change:
+    the old value stays, and the reason goes back to the caller and to the log (``parameter change
+    rejected: ...``). Once rclpy has set an accepted change, ``apply(candidate)`` takes it over.
+    """
+    def candidate(params):
+        changes = {fields[p.name]: coerce(fields[p.name], p.value) for p in params if p.name in fields}
+        return dataclasses.replace(current(), **changes) if changes else None
 
-def parameters_verdict(node: Node, check: Callable, params) -> SetParametersResult:
-    """The result of an on-set-parameters callback: ``check(params)`` raising ``ValueError``
-    rejects the change, with its text as the reason and logged as a warning (``parameter change
-    rejected: ...``); otherwise the change is accepted."""
-    try:
-        check(params)
-    except ValueError as exc:
-        node.get_logger().warn(f"parameter change rejected: {exc}")
-        return SetParametersResult(successful=False, reason=str(exc))
-    return SetParametersResult(successful=True)
+    def validate(params) -> SetParametersResult:
+        try:
+            changed = candidate(params)
+            if changed is not None:
+                check(changed)
+        except ValueError as exc:
+            node.get_logger().warn(f"parameter change rejected: {exc}")
+            return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
+
+    def take_over(params) -> None:
+        changed = candidate(params)
+        if changed is not None:
+            apply(changed)
+
+    node.add_on_set_parameters_callback(validate)
+    node.add_post_set_parameters_callback(take_over)
 
 
 # --- parameter values (pure checks; ValueError names the parameter and the problem) ---------------

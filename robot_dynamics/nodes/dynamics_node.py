@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from rcl_interfaces.msg import ParameterType, SetParametersResult
+from rcl_interfaces.msg import ParameterType
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -42,9 +42,9 @@ from trajectory_msgs.msg import JointTrajectory
 import robot_dynamics as rd
 
 from .common import (
-    DescriptionSource, as_float_array, changed_settings, declare_settings, descriptor, diagnostic_array,
-    duplicates, fatal_parameter, float_list, log_problem, matrix_msg, parameter_fields, parameters_verdict,
-    require_joints, run_node,
+    DescriptionSource, as_float_array, declare_settings, descriptor, diagnostic_array,
+    duplicates, fatal_parameter, float_list, log_problem, matrix_msg, parameter_fields,
+    require_joints, run_node, warm_up_kernels, watch_settings,
 )
 
 COMMAND_SOURCES = ("none", "gravity", "computed")
@@ -253,6 +253,7 @@ class DynamicsNode(Node):
 
     def __init__(self, node_name: str = "robot_dynamics", **kwargs):
         super().__init__(node_name, **kwargs)
+        warm_up_kernels(self)
         self._settings = self._declare_parameters()
         self._plan: Plan | None = None
         # the newest description that parsed but did not fit the settings; installed as soon as a
@@ -272,8 +273,8 @@ class DynamicsNode(Node):
         self._stats_reset(time.monotonic_ns())
         self._n_diag = 0
 
-        self.add_on_set_parameters_callback(self._validate_parameters)
-        self.add_post_set_parameters_callback(self._apply_parameters)
+        watch_settings(self, lambda: self._settings, coerce_setting, PARAMETER_FIELDS,
+                       self._check_settings, self._apply_settings)
 
         self._pub_gravity = self.create_publisher(JointState, "gravity_torques", OUTPUT_QOS)
         self._pub_bias = self.create_publisher(JointState, "bias_torques", OUTPUT_QOS)
@@ -336,21 +337,11 @@ class DynamicsNode(Node):
         # (rclpy refuses a value of the wrong type or out of range, e.g. `payload.mass: 2`)
         return declare_settings(self, Settings, specs, coerce_setting, PARAMETER_FIELDS)
 
-    def _candidate_settings(self, params) -> Settings:
-        return changed_settings(self._settings, params, coerce_setting, PARAMETER_FIELDS)
-
-    def _validate_parameters(self, params) -> SetParametersResult:
-        return parameters_verdict(self, self._check_parameters, params)
-
-    def _check_parameters(self, params) -> None:
-        candidate = self._candidate_settings(params)
-        if candidate is not self._settings and self._plan is not None:
+    def _check_settings(self, candidate: Settings) -> None:
+        if self._plan is not None:
             self._compile(candidate)
 
-    def _apply_parameters(self, params) -> None:
-        candidate = self._candidate_settings(params)
-        if candidate is self._settings:
-            return
+    def _apply_settings(self, candidate: Settings) -> None:
         self._settings = candidate
         if self._plan is None and self._pending_base is None:
             return

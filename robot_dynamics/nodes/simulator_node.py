@@ -38,7 +38,7 @@ import numpy as np
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
-from rcl_interfaces.msg import ParameterType, SetParametersResult
+from rcl_interfaces.msg import ParameterType
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -50,9 +50,9 @@ import robot_dynamics as rd
 from robot_dynamics.simulation import INTEGRATORS, SimulationError, Simulator
 
 from .common import (
-    DescriptionSource, as_float_array, bounded_float, changed_settings, declare_settings, descriptor,
-    diagnostic_array, duplicates, float_list, log_problem, name_list, parameter_fields, parameters_verdict,
-    require_joints, run_node,
+    DescriptionSource, as_float_array, bounded_float, declare_settings, descriptor,
+    diagnostic_array, duplicates, float_list, log_problem, name_list, parameter_fields,
+    require_joints, run_node, warm_up_kernels, watch_settings,
 )
 
 #: joint_states, /clock, /diagnostics: reliable publishers match reliable and best-effort subscribers.
@@ -190,6 +190,7 @@ class SimulatorNode(Node):
 
     def __init__(self, node_name: str = "robot_dynamics_simulator", **kwargs):
         super().__init__(node_name, **kwargs)
+        warm_up_kernels(self)
         self._settings = self._declare_parameters()
         self._plan: Plan | None = None
         self._pending_base: rd.RobotModel | None = None
@@ -211,8 +212,8 @@ class SimulatorNode(Node):
         self._stats_sim = 0.0
         self._clock_pub = None
 
-        self.add_on_set_parameters_callback(self._validate_parameters)
-        self.add_post_set_parameters_callback(self._apply_parameters)
+        watch_settings(self, lambda: self._settings, coerce_setting, PARAMETER_FIELDS,
+                       self._check_settings, self._apply_settings)
 
         self._pub_states = self.create_publisher(JointState, "joint_states", OUTPUT_QOS)
         self._pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", OUTPUT_QOS)
@@ -268,21 +269,11 @@ class SimulatorNode(Node):
         }
         return declare_settings(self, Settings, specs, coerce_setting, PARAMETER_FIELDS)
 
-    def _candidate(self, params) -> Settings:
-        return changed_settings(self._settings, params, coerce_setting, PARAMETER_FIELDS)
-
-    def _validate_parameters(self, params) -> SetParametersResult:
-        return parameters_verdict(self, self._check_parameters, params)
-
-    def _check_parameters(self, params) -> None:
-        candidate = self._candidate(params)
-        if candidate is not self._settings and self._plan is not None:
+    def _check_settings(self, candidate: Settings) -> None:
+        if self._plan is not None:
             compile_plan(self._plan.base, candidate)
 
-    def _apply_parameters(self, params) -> None:
-        candidate = self._candidate(params)
-        if candidate is self._settings:
-            return
+    def _apply_settings(self, candidate: Settings) -> None:
         old, self._settings = self._settings, candidate
         base = self._plan.base if self._plan is not None else self._pending_base
         if base is None:

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from builtin_interfaces.msg import Duration
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
@@ -32,8 +31,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 import robot_dynamics as rd
 
 from .common import (
-    DescriptionSource, as_float_array, bounded_float, changed_settings, declare_settings, descriptor,
-    float_list, name_list, parameter_fields, parameters_verdict, require_joints, run_node,
+    DescriptionSource, as_float_array, bounded_float, declare_settings, descriptor,
+    float_list, name_list, parameter_fields, require_joints, run_node, watch_settings,
 )
 
 OUTPUT_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
@@ -159,8 +158,8 @@ class TrajectoryPublisher(Node):
         self._start_ns = None  # clock time of t = 0 (set at the first tick with a model)
         self._pub = self.create_publisher(JointTrajectory, "desired_state", OUTPUT_QOS)
         self.create_service(Trigger, "~/restart", self._on_restart)
-        self.add_on_set_parameters_callback(self._validate_parameters)
-        self.add_post_set_parameters_callback(self._apply_parameters)
+        watch_settings(self, lambda: self._settings, coerce_setting, PARAMETER_FIELDS,
+                       self._check_settings, self._apply_settings)
         self._timer = self.create_timer(1.0 / self._settings.rate, self._on_tick)
         self._description = DescriptionSource(self, self._on_urdf)
 
@@ -181,21 +180,11 @@ class TrajectoryPublisher(Node):
         }
         return declare_settings(self, Settings, specs, coerce_setting, PARAMETER_FIELDS)
 
-    def _candidate(self, params) -> Settings:
-        return changed_settings(self._settings, params, coerce_setting, PARAMETER_FIELDS)
-
-    def _validate_parameters(self, params) -> SetParametersResult:
-        return parameters_verdict(self, self._check_parameters, params)
-
-    def _check_parameters(self, params) -> None:
-        candidate = self._candidate(params)
-        if candidate is not self._settings and self._model is not None:
+    def _check_settings(self, candidate: Settings) -> None:
+        if self._model is not None:
             compile_trajectory(self._model, candidate)
 
-    def _apply_parameters(self, params) -> None:
-        candidate = self._candidate(params)
-        if candidate is self._settings:
-            return
+    def _apply_settings(self, candidate: Settings) -> None:
         old, self._settings = self._settings, candidate
         if candidate.rate != old.rate:
             self.destroy_timer(self._timer)
