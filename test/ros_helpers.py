@@ -7,14 +7,12 @@ The ROS_DOMAIN_ID and localhost-only discovery are set by conftest.py before rcl
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
+
+from robot_dynamics import processes
 
 
 REPO = Path(__file__).resolve().parents[1]
@@ -22,16 +20,11 @@ DISCOVERY_TIMEOUT = 15.0  # s: discovery takes up to ~2.5 s here, more on a load
 WAIT_TIMEOUT = 10.0  # s, for anything that should happen "soon"
 
 
-# --- robots ------------------------------------------------------------------------------------
 # --- node processes ----------------------------------------------------------------------------
 def write_params(path: Path, params: dict) -> Path:
     """A ROS 2 params file applying ``params`` to every node (``/**``); values written as JSON
     (valid YAML; carries URDF strings exactly)."""
-    lines = ["/**:", "  ros__parameters:"]
-    for key, value in params.items():
-        lines.append(f"    {key}: {json.dumps(value)}")
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return processes.params_file(params, path)
 
 
 def ros_env(**extra) -> dict:
@@ -43,33 +36,17 @@ def ros_env(**extra) -> dict:
     return env
 
 
-def executable(name: str) -> list[str]:
-    """The console script next to this interpreter, else ``python -m`` its module."""
-    script = Path(sys.executable).with_name(name)
-    if script.is_file():
-        return [str(script)]
-    module = {"dynamics_node": "robot_dynamics.nodes.dynamics_node"}[name]
-    return [sys.executable, "-m", module]
-
-
-class NodeProcess:
-    """A node executable in its own process; output goes to ``log_path``."""
+class NodeProcess(processes.NodeProcess):
+    """A node executable in its own process, started the tests' way: an optional params file, a
+    namespace and extra ROS arguments; output goes to ``log_path``."""
 
     def __init__(self, name: str, log_path: Path, params_file: Path | None = None, namespace: str = "",
                  ros_args=()):
-        cmd = [*executable(name), "--ros-args"]
-        if params_file is not None:
-            cmd += ["--params-file", str(params_file)]
-        if namespace:
-            cmd += ["-r", f"__ns:={namespace}"]
-        cmd += list(ros_args)
-        self.log_path = log_path
-        self._log = open(log_path, "wb")
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=ros_env())
+        argv = processes.executable(name) + processes.ros_args([params_file] if params_file else [],
+                                                               namespace or None) + list(ros_args)
+        super().__init__(name, argv, ros_env(), log_path)
 
     def log(self) -> str:
-        if not self._log.closed:
-            self._log.flush()
         return self.log_path.read_text(errors="replace")
 
     def wait_log(self, text: str, timeout: float = WAIT_TIMEOUT) -> str:
@@ -78,23 +55,10 @@ class NodeProcess:
             out = self.log()
             if text in out:
                 return out
-            if self.proc.poll() is not None:
+            if not self.running():
                 break
             time.sleep(0.05)
         raise AssertionError(f"{text!r} not in the node's log:\n{self.log()}")
-
-    def stop(self) -> int:
-        """SIGINT -> wait -> SIGTERM -> wait -> SIGKILL; the exit code."""
-        for sig, wait in ((signal.SIGINT, 5.0), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-            if self.proc.poll() is not None:
-                break
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(wait)
-            except subprocess.TimeoutExpired:
-                continue
-        self._log.close()
-        return self.proc.returncode
 
 
 # --- the test node -----------------------------------------------------------------------------

@@ -426,7 +426,7 @@ def test_wrongly_typed_parameters_are_rejected_and_the_node_stays_up(panda, pand
         (result,) = panda.h.set_parameters(panda.fqn, {name: value})
         assert not result.successful, (name, value)
         assert "must be a list of" in result.reason, (name, value, result.reason)
-    assert panda.proc.proc.poll() is None, "the node died"
+    assert panda.proc.running(), "the node died"
     assert panda.h.get_parameters(panda.fqn, ["joints", "kp", "kd"]) == before
     q, qd = random_state(np.random.default_rng(15), 7)
     out = panda.roundtrip(joint_state(PANDA, q, qd))
@@ -866,8 +866,8 @@ def test_node_source_waits_then_fetches(remote_rig, diagnostics):
 
 
 def test_sigterm_exits_cleanly(remote_rig):
-    remote_rig.proc.proc.terminate()
-    assert remote_rig.proc.proc.wait(15.0) == 0
+    remote_rig.proc.process.terminate()
+    assert remote_rig.proc.process.wait(15.0) == 0
 
 
 @pytest.mark.parametrize("params, text", [
@@ -879,7 +879,7 @@ def test_invalid_parameter_file_is_refused(tmp_path, params, text):
     params_file = write_params(tmp_path / "bad.yaml", params)
     proc = NodeProcess("dynamics_node", tmp_path / "bad.log", params_file, namespace="/bad")
     try:
-        code = proc.proc.wait(30.0)
+        code = proc.process.wait(30.0)
     finally:
         proc.stop()
     assert code == 2, proc.log()
