@@ -29,6 +29,7 @@ from .spatial import (
 
 njit = numba.njit(cache=True)
 
+_FLOAT64 = np.dtype(np.float64)
 _ZERO = np.empty((0, 0))  # passed for qd or qdd: "this input is zero" (gravity: rnea(q, 0, 0))
 
 
@@ -351,11 +352,12 @@ def _forward(topology, bodies, gravity, q, qd, tau):
 def as_states(model, value, name):
     """``value`` as a C-contiguous float array of shape ``(count, n)`` and its batch shape.
 
-    Raises ValueError on a wrong length.  A single state (the 1 kHz case) takes the short path.
+    Raises ValueError on a wrong length.  A single state already in the kernels' layout (the
+    1 kHz case) takes the short path: no conversion, no copy.
     """
+    if type(value) is np.ndarray and value.dtype is _FLOAT64 and value.shape == (model.nv,) and value.flags.c_contiguous:
+        return value[None], ()
     array = np.asarray(value, dtype=np.float64)
-    if array.ndim == 1 and array.shape[0] == model.nv and array.flags.c_contiguous:
-        return array[None], ()
     shape = array.shape
     if not shape or shape[-1] != model.nv:
         raise ValueError(f"{name} must have {model.nv} values per state (model.joint_names order), got shape {shape}")
