@@ -428,5 +428,8 @@ def test_trajectory_derivatives_ramp_and_limits():
         q, qd, qdd = trajectory.at(t)
         np.testing.assert_allclose((trajectory.at(t + h)[0] - trajectory.at(t - h)[0]) / (2 * h), qd, atol=1e-6)
         np.testing.assert_allclose((trajectory.at(t + h)[1] - trajectory.at(t - h)[1]) / (2 * h), qdd, atol=2e-5)
+    # the ramp ends smoothly: no jump in the desired acceleration (it would kick the computed torque)
+    np.testing.assert_allclose(trajectory.at(1.0 - 1e-9)[2], trajectory.at(1.0 + 1e-9)[2], atol=1e-6)
+    np.testing.assert_allclose(trajectory.at(0.0)[2], 0.0, atol=1e-15)
     assert np.all(np.abs(np.array([trajectory.at(t)[0] for t in np.linspace(0, 20, 400)]) - home)
                   <= np.abs(trajectory.amplitude) + 1e-12)

@@ -91,8 +91,12 @@ class Trajectory:
         """``(q, qd, qdd)`` at ``t`` s after the start: ``home + A s(t) sin(w t + phi)`` and its derivatives."""
         t = max(float(t), 0.0)
         if self.ramp_time > 0 and t < self.ramp_time:
-            c = math.pi / self.ramp_time
-            s, ds, dds = 0.5 * (1 - math.cos(c * t)), 0.5 * c * math.sin(c * t), 0.5 * c * c * math.cos(c * t)
+            # quintic smoothstep: s, s' and s'' are 0 at the start and 1, 0, 0 at the end, so the
+            # desired acceleration (and the computed torque) has no jump where the ramp ends
+            T, u = self.ramp_time, t / self.ramp_time
+            s = u**3 * (10 - 15 * u + 6 * u * u)
+            ds = 30 * u * u * (1 - u) ** 2 / T
+            dds = 60 * u * (1 - u) * (1 - 2 * u) / (T * T)
         else:
             s, ds, dds = 1.0, 0.0, 0.0
         angle = self.omega * t + self.phase
