@@ -355,7 +355,7 @@ def as_states(model, value, name):
     Raises ValueError on a wrong length.  A single state already in the kernels' layout (the
     1 kHz case) takes the short path: no conversion, no copy.
     """
-    if type(value) is np.ndarray and value.dtype is _FLOAT64 and value.shape == (model.nv,) and value.flags.c_contiguous:
+    if type(value) is np.ndarray and value.dtype == _FLOAT64 and value.shape == (model.nv,) and value.flags.c_contiguous:
         return value[None], ()
     array = np.asarray(value, dtype=np.float64)
     shape = array.shape
