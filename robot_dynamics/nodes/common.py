@@ -283,40 +283,41 @@ def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None,
     ``spin_once(timeout_sec=0.1)`` until SIGINT (Ctrl-C), SIGTERM or an external shutdown; the
     node is destroyed and the context shut down. Returns 0 (the process exit status).
 
-    The signals only set a flag that the loop reads between spins. rclpy's own handlers, or
-    Python's KeyboardInterrupt, would raise inside whatever runs when the signal lands: inside a
-    message conversion the EventsExecutor turns that into a RuntimeError and the process exits
-    with a traceback instead of cleanly.
+    While the node starts (loading a model, compiling kernels), Ctrl-C interrupts it at once.
+    Once it spins, the signals only set a flag that the loop reads between spins: rclpy's own
+    handlers, or Python's KeyboardInterrupt, would raise inside whatever runs when the signal
+    lands, and inside a message conversion the EventsExecutor turns that into a RuntimeError and
+    the process exits with a traceback instead of cleanly.
     """
     from rclpy.experimental import EventsExecutor
     from rclpy.signals import SignalHandlerOptions
 
-    stop = []
-    previous = {sig: signal.signal(sig, lambda signum, _frame: stop.append(signum))
-                for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        with rclpy.init(args=list(args) if args is not None else None,
-                        signal_handler_options=SignalHandlerOptions.NO) as init:
-            context = init.context
-            node = None
-            executor = None
+    with rclpy.init(args=list(args) if args is not None else None,
+                    signal_handler_options=SignalHandlerOptions.NO) as init:
+        context = init.context
+        node = None
+        executor = None
+        try:
+            node = node_class(**kwargs)
+            gc.freeze()  # start-up objects out of the collector's way: no long gen-2 pauses in the loop
+            executor = EventsExecutor(context=context)
+            executor.add_node(node)
+            stop = []
+            previous = {sig: signal.signal(sig, lambda signum, _frame: stop.append(signum))
+                        for sig in (signal.SIGINT, signal.SIGTERM)}
             try:
-                node = node_class(**kwargs)
-                gc.freeze()  # start-up objects out of the collector's way: no long gen-2 pauses in the loop
-                executor = EventsExecutor(context=context)
-                executor.add_node(node)
                 while context.ok() and not stop:
                     executor.spin_once(timeout_sec=0.1)
-            except ExternalShutdownException:
-                pass
             finally:
-                if executor is not None:
-                    executor.shutdown(timeout_sec=1.0)
-                if node is not None:
-                    node.destroy_node()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+        except (KeyboardInterrupt, ExternalShutdownException):
+            pass
+        finally:
+            if executor is not None:
+                executor.shutdown(timeout_sec=1.0)
+            if node is not None:
+                node.destroy_node()
     return 0
 
 

@@ -253,8 +253,8 @@ class DynamicsNode(Node):
 
     def __init__(self, node_name: str = "robot_dynamics", **kwargs):
         super().__init__(node_name, **kwargs)
+        self._settings = self._declare_parameters()  # a bad parameter file ends the node here, at once
         warm_up_kernels(self)
-        self._settings = self._declare_parameters()
         self._plan: Plan | None = None
         # the newest description that parsed but did not fit the settings; installed as soon as a
         # parameter change makes it fit

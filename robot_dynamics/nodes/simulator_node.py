@@ -190,8 +190,8 @@ class SimulatorNode(Node):
 
     def __init__(self, node_name: str = "robot_dynamics_simulator", **kwargs):
         super().__init__(node_name, **kwargs)
+        self._settings = self._declare_parameters()  # a bad parameter file ends the node here, at once
         warm_up_kernels(self)
-        self._settings = self._declare_parameters()
         self._plan: Plan | None = None
         self._pending_base: rd.RobotModel | None = None
         self._sim: Simulator | None = None
