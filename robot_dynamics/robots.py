@@ -88,15 +88,16 @@ def urdf_file(argument):
     >>> urdf_file("planar_2r").name
     'planar_2r.urdf'
     """
-    path = Path(str(argument)).expanduser()
+    argument = str(argument)
+    path = Path(argument).expanduser()
     if path.is_file():
         return path
     if path.exists():
-        raise LookupError(f"{str(argument)!r} is not a file")
-    if not any(separator in str(argument) for separator in "/\\"):
+        raise LookupError(f"{argument!r} is not a file")
+    if not any(separator in argument for separator in "/\\"):
         try:
             return bundled_urdf(argument)
         except LookupError:
             pass
     known = ", ".join(bundled_robot_names()) or "none found"
-    raise LookupError(f"no URDF file {str(argument)!r} and no bundled robot of that name (bundled robots: {known})")
+    raise LookupError(f"no URDF file {argument!r} and no bundled robot of that name (bundled robots: {known})")

@@ -27,12 +27,10 @@ def write_params(path: Path, params: dict) -> Path:
     return processes.params_file(params, path)
 
 
-def ros_env(**extra) -> dict:
-    env = dict(os.environ)
-    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+def ros_env() -> dict:
+    """The environment of a node process: this test worker's isolated graph, the checkout importable."""
+    env = processes.ros_environment(domain_id=os.environ["ROS_DOMAIN_ID"])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
-    env["PYTHONUNBUFFERED"] = "1"
-    env.update(extra)
     return env
 
 

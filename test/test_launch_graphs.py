@@ -166,9 +166,9 @@ def test_simulation_graph_closes_the_computed_torque_loop(graph, harness, tmp_pa
     received = np.array(sorted({stamp_ns(m) for m in states.messages}))
     period = np.median(np.diff(received))
     after = np.searchsorted(received, answers)
-    matched = received[np.minimum(after, len(received) - 1)] == answers
-    in_gap = (after > 0) & (after < len(received)) & \
-        (received[np.minimum(after, len(received) - 1)] - received[np.maximum(after - 1, 0)] > 1.5 * period)
+    next_received, last_received = received[np.minimum(after, len(received) - 1)], received[np.maximum(after - 1, 0)]
+    matched = next_received == answers
+    in_gap = (after > 0) & (after < len(received)) & (next_received - last_received > 1.5 * period)
     assert np.all(matched | in_gap), f"computed torques stamped off the joint_states stamps: {np.array(answers)[~(matched | in_gap)]}"
     assert matched.sum() >= 100, f"only {matched.sum()} of the last 200 computed torques matched a received joint state"
     for executable in ("dynamics_node", "simulator_node", "trajectory_publisher"):
