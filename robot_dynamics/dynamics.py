@@ -322,9 +322,22 @@ def _crba(topology, bodies, q):
 
 
 @njit
+def _forward_state(topology, bodies, gravity, q, qd, k, tau, poses, twists, accelerations, wrenches, composite, M, qdd):
+    """``qdd = M^-1 (tau - h)`` for state ``k`` into ``qdd``: Newton-Euler for ``h``, CRBA for ``M``, a
+    Cholesky solve (Lynch & Park §9.5, eq. 9.89; Featherstone's method of HandC).
+
+    Returns -1, or the first joint at which ``M`` is singular.  Leaves ``poses`` of state ``k``.
+    """
+    _rnea_state(topology, bodies, gravity, q, qd, _ZERO, k, poses, twists, accelerations, wrenches, qdd)
+    for c in range(qdd.shape[0]):
+        qdd[c] = tau[c] - qdd[c]
+    _crba_state(topology, bodies, poses, composite, M)
+    return _cholesky_solve(M, qdd)
+
+
+@njit
 def _forward(topology, bodies, gravity, q, qd, tau):
-    """``qdd = M^-1 (tau - h)`` by Newton-Euler for ``h``, CRBA for ``M`` and a Cholesky solve
-    (Lynch & Park §9.5: forward dynamics from ``M`` and ``h``; Featherstone's method of HandC)."""
+    """Forward dynamics of every state (:func:`_forward_state`); ``(qdd, -1 or the singular joint)``."""
     count, n = q.shape
     poses, twists, accelerations, wrenches = _workspace(topology)
     composite = np.empty((topology.shape[0], 10))
@@ -337,11 +350,8 @@ def _forward(topology, bodies, gravity, q, qd, tau):
             raise ValueError("qd contains NaN or inf")
         if not _finite(tau, k):
             raise ValueError("tau contains NaN or inf")
-        _rnea_state(topology, bodies, gravity, q, qd, _ZERO, k, poses, twists, accelerations, wrenches, qdd[k])
-        for c in range(n):
-            qdd[k, c] = tau[k, c] - qdd[k, c]
-        _crba_state(topology, bodies, poses, composite, M)
-        singular = _cholesky_solve(M, qdd[k])
+        singular = _forward_state(topology, bodies, gravity, q, qd, k, tau[k],
+                                  poses, twists, accelerations, wrenches, composite, M, qdd[k])
         if singular >= 0:
             return qdd, singular
     return qdd, -1
@@ -462,16 +472,10 @@ def forward_dynamics(model, q, qd, tau, external_wrenches=None):
 
 def _wrench_torques(model, q, external_wrenches):
     """``sum_l J_l(q)^T F_l``: generalised forces of wrenches applied at links (world-aligned axes, link origin)."""
-    from .kinematics import jacobian  # kinematics builds on this module's kernels
+    from . import kinematics  # kinematics builds on this module's kernels
 
-    total = np.zeros_like(q)
-    for link, wrench in external_wrenches.items():
-        wrench = np.asarray(wrench, dtype=float)
-        if wrench.shape[-1:] != (6,) or not np.all(np.isfinite(wrench)):
-            raise ValueError(f"the external wrench on {link!r} must be 6 finite numbers [moment; force]")
-        wrench = np.broadcast_to(wrench.reshape(-1, 6), (q.shape[0], 6))
-        total += np.einsum("kri,kr->ki", jacobian(model, q, link, reference="world"), wrench)
-    return total
+    arrays = kinematics.wrench_arrays(model, external_wrenches, q.shape[0])
+    return kinematics._wrench_torques(*model.kernel_arrays[:2], q, *arrays)
 
 
 @njit

@@ -13,7 +13,7 @@ from .dynamics import (
     _ZERO, _axis, _joint_poses, _motion, _finite, _rotation, _unbatch, _vec, _world_poses, as_states, mass_matrix,
 )
 from .model import COORDINATE, KIND, MULTIPLIER, PARENT, REVOLUTE
-from .spatial import add, cross, inertia_times, rotate, sub
+from .spatial import add, cross, dot, inertia_times, rotate, sub
 
 njit = numba.njit(cache=True)
 REFERENCES = ("world", "local")
@@ -34,10 +34,25 @@ def _body_poses(topology, bodies, q):
 
 
 @njit
+def _frame_origin(world, body, point):
+    """World coordinates of ``point``, given in the frame of ``body``."""
+    return add(rotate(_rotation(world, body), point), _vec(world, body, 9))
+
+
+@njit
+def _jacobian_column(topology, bodies, world, j, origin):
+    """Joint ``j``'s column ``(w_j, w_j x (o - p_j))`` (revolute) or ``(0, w_j)`` (prismatic) at the world
+    point ``o``: the space-Jacobian column of Lynch & Park eq. 5.11, taken about ``o``."""
+    w = rotate(_rotation(world, j), _axis(bodies, j))
+    if topology[j, KIND] == REVOLUTE:
+        return w, cross(w, sub(origin, _vec(world, j, 9)))
+    return (0.0, 0.0, 0.0), w
+
+
+@njit
 def _world_jacobian(topology, bodies, q, body, point):
-    """Columns ``(w_j, w_j x (o - p_j))`` (revolute) or ``(0, w_j)`` (prismatic) for each joint between the
-    root and ``body``, where ``o`` is the frame origin ``point`` of ``body`` in world coordinates
-    (the space-Jacobian columns of Lynch & Park eq. 5.11, taken about the frame origin)."""
+    """The world-aligned Jacobian of the frame at ``point`` of ``body``: a column per joint between
+    the root and ``body`` (:func:`_jacobian_column`), zeros elsewhere."""
     count, n = q.shape
     nb = topology.shape[0]
     poses = np.empty((nb, 12))
@@ -50,20 +65,70 @@ def _world_jacobian(topology, bodies, q, body, point):
             continue
         _joint_poses(topology, bodies, q, k, poses)
         _world_poses(topology, poses, world)
-        origin = add(rotate(_rotation(world, body), point), _vec(world, body, 9))
+        origin = _frame_origin(world, body, point)
         j = body
         while j >= 0:
-            w = rotate(_rotation(world, j), _axis(bodies, j))
-            if topology[j, KIND] == REVOLUTE:
-                angular, linear = w, cross(w, sub(origin, _vec(world, j, 9)))
-            else:
-                angular, linear = (0.0, 0.0, 0.0), w
+            angular, linear = _jacobian_column(topology, bodies, world, j, origin)
             c, m = topology[j, COORDINATE], bodies[j, MULTIPLIER]
             for r in range(3):
                 J[k, r, c] += m * angular[r]
                 J[k, 3 + r, c] += m * linear[r]
             j = topology[j, PARENT]
     return J
+
+
+@njit
+def _add_wrench_torques(topology, bodies, world, wrench_bodies, wrench_points, wrench_values, tau):
+    """``tau += sum_l J_l(q)^T F_l`` (the ``J^T F`` of Lynch & Park eq. 9.81) for the wrenches
+    ``F_l = [moment; force]`` in world-aligned axes, applied at ``wrench_points[l]`` of body
+    ``wrench_bodies[l]`` (-1: the fixed base, no effect); ``world`` holds the bodies' world poses."""
+    for w in range(wrench_bodies.shape[0]):
+        body = wrench_bodies[w]
+        if body < 0:
+            continue
+        origin = _frame_origin(world, body, _vec(wrench_points, w, 0))
+        moment, force = _vec(wrench_values, w, 0), _vec(wrench_values, w, 3)
+        j = body
+        while j >= 0:
+            angular, linear = _jacobian_column(topology, bodies, world, j, origin)
+            tau[topology[j, COORDINATE]] += bodies[j, MULTIPLIER] * (dot(angular, moment) + dot(linear, force))
+            j = topology[j, PARENT]
+
+
+@njit
+def _wrench_torques(topology, bodies, q, wrench_bodies, wrench_points, wrench_values):
+    """:func:`_add_wrench_torques` for every state ``k`` of ``q``, wrenches ``wrench_values[k]``."""
+    count, n = q.shape
+    nb = topology.shape[0]
+    poses = np.empty((nb, 12))
+    world = np.empty((nb, 12))
+    tau = np.zeros((count, n))
+    for k in range(count):
+        if not _finite(q, k):
+            raise ValueError("q contains NaN or inf")
+        _joint_poses(topology, bodies, q, k, poses)
+        _world_poses(topology, poses, world)
+        _add_wrench_torques(topology, bodies, world, wrench_bodies, wrench_points, wrench_values[k], tau[k])
+    return tau
+
+
+def wrench_arrays(model, external_wrenches, count):
+    """``{link: [moment; force]}`` -> the kernels' ``(bodies, points, values)`` for ``count`` states.
+
+    A wrench is 6 values (the same for every state) or one row of 6 per state.  ValueError names
+    an unknown link or a wrench that is not 6 finite numbers.
+    """
+    links = list(external_wrenches)
+    frames = [_frame(model, link) for link in links]
+    values = np.empty((count, len(links), 6))
+    for w, link in enumerate(links):
+        wrench = np.asarray(external_wrenches[link], dtype=float)
+        if wrench.shape[-1:] != (6,) or not np.all(np.isfinite(wrench)):
+            raise ValueError(f"the external wrench on {link!r} must be 6 finite numbers [moment; force]")
+        values[:, w] = np.broadcast_to(wrench.reshape(-1, 6), (count, 6))
+    bodies = np.array([frame.body for frame in frames], dtype=np.int64)
+    points = np.array([frame.pose[:3, 3] for frame in frames]).reshape(len(links), 3)
+    return bodies, points, values
 
 
 @njit

@@ -6,8 +6,9 @@ The state ``x = (q, qd)`` obeys the equations of motion written as a first-order
     dq/dt  = qd
     dqd/dt = a(t, q, qd) = M(q)^-1 (tau_joint - h(q, qd) + sum_links J_link(q)^T F_link)
 
-where :func:`robot_dynamics.forward_dynamics` evaluates ``a`` and the generalized force on the
-joints is::
+where ``a`` is the core's forward dynamics (Newton-Euler for ``h``, CRBA for ``M``, a Cholesky
+solve: :func:`robot_dynamics.forward_dynamics`, the same compiled kernel) and the generalized
+force on the joints is::
 
     tau_joint = sat(tau_cmd(t))                 actuator torque, clipped to +-effort_limits
               - B qd                            viscous damping, B = URDF <dynamics damping>
@@ -19,10 +20,13 @@ Damping, friction and the limits are each switched on or off (``apply_damping``,
 effort* reported by :attr:`Simulator.applied_effort` (and by the node in ``joint_states``) is
 ``sat(tau_cmd)``: what the actuators deliver; damping, friction and limit torques are the
 environment's.  A command is a ``(nv,)`` array held constant over a step (zero-order hold, like a
-digital controller) or a callable ``tau(t)`` evaluated at every integrator stage.  An effort
-limit of 0 in the URDF (a common xacro default) is read as "not given", not as a locked joint.
+digital controller) or a callable ``tau(t)`` evaluated at the instants the integrator's stages
+need (``t``; rk4 also ``t + h/2`` and ``t + h``).  An effort limit of 0 in the URDF (a common
+xacro default) is read as "not given", not as a locked joint.
 
-Integrators (one implementation each, ``INTEGRATORS``), step ``h``:
+Integrators (one implementation each, ``INTEGRATORS``), step ``h``.  The three fixed-step ones
+are compiled whole (numba): a step is one call, stages, forces and checks included, so an rk4
+step costs little more than its four evaluations of the forward dynamics.
 
 ``euler``
     the seed's explicit Euler (Lynch & Park §9.5, "Euler integration algorithm for forward
@@ -77,13 +81,16 @@ velocity chatters inside the ``+-eps`` band instead of settling, but the frictio
 """
 
 import math
+from collections import namedtuple
 
 import numba
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from . import dynamics as _dynamics
 from . import kinematics as _kinematics
+from .dynamics import _crba_state, _forward_state, _joint_poses, _workspace, _world_poses
+
+njit = numba.njit(cache=True)
 
 LIMIT_OMEGA_STEP = 0.5
 """Natural frequency of the position-limit contact times the integration step (``w h``)."""
@@ -91,23 +98,42 @@ LIMIT_OMEGA_STEP = 0.5
 DEFAULT_FRICTION_VELOCITY = 0.01
 """``eps`` of the smoothed Coulomb friction ``F_c tanh(qd / eps)``, rad/s or m/s."""
 
+EULER, SEMI_IMPLICIT_EULER, RK4 = 0, 1, 2
+OK, BAD_COMMAND, NON_FINITE = -1, -2, -3  # what a compiled step returns besides a singular joint's index
 
-@numba.njit(cache=True)
-def _prepare(torque, q, qd, damping, friction, eps, passive, lower, upper, limited):
-    """Subtract the passive torques from ``torque`` in place (if ``passive``); whether a joint is
-    beyond a position limit (if ``limited``).  One compiled pass instead of several numpy calls."""
-    beyond = False
-    for i in range(q.shape[0]):
-        if passive:
-            torque[i] -= damping[i] * qd[i] + friction[i] * math.tanh(qd[i] / eps)
-        if limited and (q[i] < lower[i] or q[i] > upper[i]):
-            beyond = True
-    return beyond
+#: integrator name -> (code of the compiled step, the instants of the step, as fractions of ``h``,
+#: at which its stages evaluate the command); the adaptive integrator runs in scipy instead.
+_COMPILED = {
+    "euler": (EULER, (0.0,)),
+    "semi_implicit_euler": (SEMI_IMPLICIT_EULER, (0.0,)),
+    "rk4": (RK4, (0.0, 0.5, 1.0)),
+}
+INTEGRATORS = (*_COMPILED, "adaptive")
+"""The integrator names, see the module docstring."""
+
+Physics = namedtuple("Physics", [
+    "topology", "bodies", "gravity",                   # the model's kernel arrays
+    "damping", "friction", "friction_velocity",        # B, F_c (zeros where switched off), eps
+    "lower", "upper", "omega",                         # position limits (+-inf: none or switched off), w
+    "wrench_bodies", "wrench_points", "wrench_values",  # external wrenches (kinematics.wrench_arrays)
+])
+Physics.__doc__ = """Everything the compiled right-hand side ``a(q, qd, tau_cmd)`` reads besides the state, for one step.
+
+The kernels receive it as a plain tuple (numba unboxes a named tuple 1.5 us slower, on every
+step) and unpack it in this order."""
 
 
-@numba.njit(cache=True)
+# --------------------------------------------------------------------------- the right-hand side
+
+@njit
 def _limit_correction(M, q, qd, free, lower, upper, omega):
-    """``M^-1[:, A] tau_A`` of :meth:`Simulator.limit_acceleration`, compiled (a few microseconds)."""
+    """``M^-1[:, A] tau_A``: the acceleration the position limits add (module docstring, "Position limits").
+
+    For the joints ``A`` beyond a limit (penetration ``p``, inward direction ``s``) the limit
+    torques make ``qdd_A = s (w^2 p + 2 w dp/dt)``: ``(M^-1)_AA tau_A = s (w^2 p + 2 w dp/dt) - free_A``,
+    where ``free`` is the acceleration without them; a joint whose torque would pull is released
+    and the rest solved again.
+    """
     n = q.shape[0]
     joints = np.empty(n, dtype=np.int64)
     inward = np.empty(n)
@@ -157,77 +183,125 @@ def _limit_correction(M, q, qd, free, lower, upper, omega):
     return out
 
 
-class SimulationError(RuntimeError):
-    """The state became non-finite (or the adaptive integrator failed); the last finite state is kept."""
+@njit
+def _acceleration(physics, q, qd, command, workspace):
+    """``a(q, qd) = M^-1 (tau_joint - h + sum_l J_l^T F_l)`` (eq. 9.89 with the forces of the module
+    docstring) for the saturated actuator torque ``command``; ``(qdd, -1 or the singular joint)``."""
+    (topology, bodies, gravity, damping, friction, friction_velocity, lower, upper, omega,
+     wrench_bodies, wrench_points, wrench_values) = physics
+    poses, twists, accelerations, wrenches, composite, world, M = workspace
+    n = q.shape[0]
+    tau = np.empty(n)
+    beyond = False
+    for i in range(n):
+        tau[i] = command[i] - damping[i] * qd[i] - friction[i] * math.tanh(qd[i] / friction_velocity)
+        beyond = beyond or q[i] < lower[i] or q[i] > upper[i]
+    q_row, qd_row = q.reshape(1, n), qd.reshape(1, n)
+    if wrench_bodies.shape[0] > 0:
+        _joint_poses(topology, bodies, q_row, 0, poses)
+        _world_poses(topology, poses, world)
+        _kinematics._add_wrench_torques(topology, bodies, world, wrench_bodies, wrench_points, wrench_values[0], tau)
+    qdd = np.empty(n)
+    singular = _forward_state(topology, bodies, gravity, q_row, qd_row, 0, tau,
+                              poses, twists, accelerations, wrenches, composite, M, qdd)
+    if beyond and singular < 0:
+        _crba_state(topology, bodies, poses, composite, M)  # the solve overwrote M
+        qdd += _limit_correction(M, q, qd, qdd, lower, upper, omega)
+    return qdd, singular
 
 
-class _CommandError(ValueError):
-    """A callable command returned a bad value (re-raised as ValueError, not as SimulationError)."""
+@njit
+def _new_workspace(topology, n):
+    """The scratch arrays of :func:`_acceleration` for ``n`` coordinates, allocated once per step."""
+    nb = topology.shape[0]
+    poses, twists, accelerations, wrenches = _workspace(topology)
+    return poses, twists, accelerations, wrenches, np.empty((nb, 10)), np.empty((nb, 12)), np.empty((n, n))
 
 
-def euler(accel, t, q, qd, h):
+@njit
+def _evaluate(physics, effort_limit, q, qd, command):
+    """:func:`_acceleration` of the saturated ``command``, from Python (the adaptive integrator,
+    :meth:`Simulator.acceleration`); ``(qdd, -1 or the singular joint)``."""
+    applied = np.minimum(np.maximum(command, -effort_limit), effort_limit)
+    return _acceleration(physics, q, qd, applied, _new_workspace(physics[0], q.shape[0]))  # [0]: topology
+
+
+# --------------------------------------------------------------------------- the integrators
+
+@njit
+def _euler(physics, commands, q, qd, h, workspace):
     """Explicit Euler (Lynch & Park §9.5): ``q+ = q + h qd``, ``qd+ = qd + h a(t, q, qd)``."""
-    return q + h * qd, qd + h * accel(t, q, qd)
+    a, singular = _acceleration(physics, q, qd, commands[0], workspace)
+    return q + h * qd, qd + h * a, singular
 
 
-def semi_implicit_euler(accel, t, q, qd, h):
+@njit
+def _semi_implicit_euler(physics, commands, q, qd, h, workspace):
     """Semi-implicit (symplectic) Euler: ``qd+ = qd + h a(t, q, qd)``, ``q+ = q + h qd+``."""
-    qd_next = qd + h * accel(t, q, qd)
-    return q + h * qd_next, qd_next
+    a, singular = _acceleration(physics, q, qd, commands[0], workspace)
+    qd_next = qd + h * a
+    return q + h * qd_next, qd_next, singular
 
 
-def rk4(accel, t, q, qd, h):
+@njit
+def _rk4(physics, commands, q, qd, h, workspace):
     """Classical Runge-Kutta 4 on ``x = (q, qd)``, ``dx/dt = (qd, a(t, q, qd))``.
 
     ``k1 = f(t, x)``, ``k2 = f(t + h/2, x + h/2 k1)``, ``k3 = f(t + h/2, x + h/2 k2)``,
     ``k4 = f(t + h, x + h k3)``, ``x+ = x + h/6 (k1 + 2 k2 + 2 k3 + k4)``; with
     ``k_i = (v_i, a_i)``: ``v1 = qd``, ``v2 = qd + h/2 a1``, ``v3 = qd + h/2 a2``, ``v4 = qd + h a3``.
+    ``commands`` holds the command at ``t``, ``t + h/2`` and ``t + h`` (or one row, held).
     """
+    last = commands.shape[0] - 1
     half = 0.5 * h
-    a1 = accel(t, q, qd)
-    q2, v2 = _advance(q, qd, qd, a1, half)      # x + h/2 k1
-    a2 = accel(t + half, q2, v2)
-    q3, v3 = _advance(q, qd, v2, a2, half)      # x + h/2 k2
-    a3 = accel(t + half, q3, v3)
-    q4, v4 = _advance(q, qd, v3, a3, h)         # x + h k3
-    a4 = accel(t + h, q4, v4)
-    return _rk4_sum(q, qd, h, v2, v3, v4, a1, a2, a3, a4)
-
-
-@numba.njit(cache=True)
-def _advance(q, qd, v, a, c):
-    """``(q + c v, qd + c a)``: the state moved along ``k = (v, a)`` by ``c`` (one compiled pass)."""
-    return q + c * v, qd + c * a
-
-
-@numba.njit(cache=True)
-def _rk4_sum(q, qd, h, v2, v3, v4, a1, a2, a3, a4):
-    """``x + h/6 (k1 + 2 k2 + 2 k3 + k4)`` with ``k_i = (v_i, a_i)``, ``v1 = qd``."""
+    a1, s1 = _acceleration(physics, q, qd, commands[0], workspace)
+    v2 = qd + half * a1
+    a2, s2 = _acceleration(physics, q + half * qd, v2, commands[min(1, last)], workspace)
+    v3 = qd + half * a2
+    a3, s3 = _acceleration(physics, q + half * v2, v3, commands[min(1, last)], workspace)
+    v4 = qd + h * a3
+    a4, s4 = _acceleration(physics, q + h * v3, v4, commands[last], workspace)
     sixth = h / 6.0
     return (q + sixth * (qd + 2.0 * (v2 + v3) + v4),
-            qd + sixth * (a1 + 2.0 * (a2 + a3) + a4))
+            qd + sixth * (a1 + 2.0 * (a2 + a3) + a4),
+            max(s1, s2, s3, s4))
 
 
-def adaptive(accel, t, q, qd, h, rtol=1e-8, atol=1e-10):
-    """Error-controlled Dormand-Prince 8(5,3) (``scipy.integrate.solve_ivp``, ``DOP853``) over one step."""
-    n = q.shape[0]
+@njit
+def _step(method, physics, effort_limit, commands, q, qd, h, out):
+    """One step of integrator ``method`` (``EULER``, ``SEMI_IMPLICIT_EULER``, ``RK4``), all compiled.
 
-    def f(time, x):
-        return np.concatenate((x[n:], accel(time, x[:n], x[n:])))
+    ``commands``: the actuator command at the instants the stages need (``_COMPILED``), or one
+    row held over the step, saturated at ``+-effort_limit``.  Writes ``out[0] = q+``,
+    ``out[1] = qd+``, ``out[2]`` = the applied (saturated) command at ``t``, and returns ``OK``, ``BAD_COMMAND`` (a command is not finite),
+    ``NON_FINITE`` (the new state is not) or the joint at which the mass matrix is singular.
+    """
+    for value in commands.ravel():
+        if not math.isfinite(value):
+            return BAD_COMMAND
+    applied = np.minimum(np.maximum(commands, -effort_limit), effort_limit)
+    workspace = _new_workspace(physics[0], q.shape[0])  # [0]: topology
+    if method == EULER:
+        q_next, qd_next, singular = _euler(physics, applied, q, qd, h, workspace)
+    elif method == SEMI_IMPLICIT_EULER:
+        q_next, qd_next, singular = _semi_implicit_euler(physics, applied, q, qd, h, workspace)
+    else:
+        q_next, qd_next, singular = _rk4(physics, applied, q, qd, h, workspace)
+    if singular >= 0:
+        return singular
+    for i in range(q.shape[0]):
+        if not (math.isfinite(q_next[i]) and math.isfinite(qd_next[i])):
+            return NON_FINITE
+    out[0], out[1], out[2] = q_next, qd_next, applied[0]
+    return OK
 
-    solution = solve_ivp(f, (t, t + h), np.concatenate((q, qd)), method="DOP853", rtol=rtol, atol=atol)
-    if not solution.success:
-        raise SimulationError(f"adaptive integrator failed at t = {t:.6f} s: {solution.message}")
-    x = solution.y[:, -1]
-    return x[:n].copy(), x[n:].copy()
+
+class SimulationError(RuntimeError):
+    """The state became non-finite (or the adaptive integrator failed); the last finite state is kept."""
 
 
-INTEGRATORS = {
-    "euler": euler,
-    "semi_implicit_euler": semi_implicit_euler,
-    "rk4": rk4,
-    "adaptive": adaptive,
-}
+class _CommandError(ValueError):
+    """A callable command returned a bad value inside the adaptive integrator (re-raised as ValueError)."""
 
 
 class Simulator:
@@ -279,17 +353,7 @@ class Simulator:
         effort = np.asarray(model.effort_limits, dtype=float)
         # A URDF effort of 0 (a common xacro default) means "not given", not "cannot move".
         self._effort_limit = np.where(effort > 0, effort, np.inf)
-        self._saturates = bool(np.isfinite(self._effort_limit).any())
-        limits = np.asarray(model.position_limits, dtype=float)
-        self._lower_joints = np.flatnonzero(np.isfinite(limits[:, 0]))
-        self._upper_joints = np.flatnonzero(np.isfinite(limits[:, 1]))
-        self._lower = limits[self._lower_joints, 0]
-        self._lower_all, self._upper_all = limits[:, 0].copy(), limits[:, 1].copy()
-        self._limited = bool(self._lower_joints.size or self._upper_joints.size)
-        self._upper = limits[self._upper_joints, 1]
-        self._damping = np.asarray(model.damping, dtype=float)
-        self._friction = np.asarray(model.friction, dtype=float)
-        self._passive_cache = (None, None)
+        self._physics_cache = (None, None)
 
     @property
     def integrator(self):
@@ -301,7 +365,6 @@ class Simulator:
         if name not in INTEGRATORS:
             raise ValueError(f"unknown integrator {name!r}; choose one of {', '.join(INTEGRATORS)}")
         self._integrator_name = name
-        self._integrator = INTEGRATORS[name]
 
     # -- state -----------------------------------------------------------------------------------
 
@@ -339,114 +402,131 @@ class Simulator:
 
     # -- dynamics --------------------------------------------------------------------------------
 
-    def saturate(self, tau):
-        """The actuator torque actually applied: ``clip(tau, -effort_limits, effort_limits)`` if enabled."""
-        if self.enforce_effort_limits and self._saturates:
-            return np.clip(tau, -self._effort_limit, self._effort_limit)
-        return tau
-
-    def passive_torque(self, qd):
-        """Damping and friction torques on the joints: ``-B qd - F_c tanh(qd / eps)`` (those enabled)."""
-        damping, friction, _ = self._passive_coefficients()
-        torque = np.zeros_like(qd)
-        _prepare(torque, qd, qd, damping, friction, self.friction_velocity, True, qd, qd, False)
-        return torque
-
-    def _passive_coefficients(self):
-        """``(B, F_c, any nonzero)`` with zeros for what is switched off (cached per switch setting)."""
-        key = (self.apply_damping, self.apply_friction)
-        if self._passive_cache[0] != key:
-            zeros = np.zeros(self._model.nv)
-            damping = self._damping if self.apply_damping else zeros
-            friction = self._friction if self.apply_friction else zeros
-            self._passive_cache = (key, (damping, friction, bool(damping.any() or friction.any())))
-        return self._passive_cache[1]
-
-    def limit_acceleration(self, q, qd, free, h):
-        """Extra joint acceleration from the position limits (zeros when no joint is beyond one).
-
-        ``free`` is the acceleration without limit torques.  For the joints ``A`` beyond a limit
-        (penetration ``p``, inward direction ``s``) the limit torques ``tau_A`` make
-        ``qdd_A = s (w^2 p + 2 w dp/dt)`` with ``w = LIMIT_OMEGA_STEP / h``:
-        ``(M^-1)_AA tau_A = s (w^2 p + 2 w dp/dt) - free_A``; a joint whose torque would pull is
-        released and the rest solved again.  Returns ``M^-1[:, A] tau_A``.
-        """
-        M = _dynamics.mass_matrix(self._model, q)
-        return _limit_correction(M, q, qd, free, self._lower_all, self._upper_all, LIMIT_OMEGA_STEP / h)
-
-    def acceleration(self, t, q, qd, tau, external_wrenches=None, h=1e-3):
-        """``a(t, q, qd)``: joint accelerations under command ``tau`` (array or callable of t), all forces included.
+    def acceleration(self, q, qd, tau, external_wrenches=None, h=1e-3):
+        """``a(q, qd)``: joint accelerations under the command ``tau`` (saturated here), all forces included.
 
         ``h`` is the step that sets the position limits' stiffness.
         """
-        tau = tau if callable(tau) else self.saturate(self._vector(tau, "tau"))
-        return self._rhs(tau, self._wrenches(external_wrenches), h)(t, self._vector(q, "q"), self._vector(qd, "qd"))
+        physics, effort_limit = self._physics(self._wrenches(external_wrenches), h)
+        qdd, singular = _evaluate(physics, effort_limit, self._vector(q, "q"), self._vector(qd, "qd"),
+                                  self._vector(tau, "tau"))
+        if singular >= 0:
+            raise ValueError(self._singular(singular))
+        return qdd
 
-    def _rhs(self, tau, wrenches, h):
-        """The right-hand side ``a(t, q, qd)`` for one step, with the per-step work hoisted out.
+    def _physics(self, wrenches, h):
+        """``(physics, effort_limit)`` of a step of ``h`` s under ``wrenches``: the kernels' :class:`Physics`
+        (a plain tuple) and the saturation (+inf where none); cached per setting."""
+        key = (self.enforce_effort_limits, self.apply_damping, self.apply_friction, self.enforce_position_limits,
+               self.friction_velocity, h)
+        if self._physics_cache[0] != key:
+            model, n = self._model, self._model.nv
+            everywhere = np.full(n, np.inf)
+            lower, upper = np.asarray(model.position_limits, dtype=float).T
+            physics = Physics(
+                *model.kernel_arrays,
+                damping=np.array(model.damping, dtype=float) if self.apply_damping else np.zeros(n),
+                friction=np.array(model.friction, dtype=float) if self.apply_friction else np.zeros(n),
+                friction_velocity=self.friction_velocity,
+                lower=lower.copy() if self.enforce_position_limits else -everywhere,
+                upper=upper.copy() if self.enforce_position_limits else everywhere,
+                omega=LIMIT_OMEGA_STEP / h,
+                wrench_bodies=np.zeros(0, dtype=np.int64), wrench_points=np.zeros((0, 3)),
+                wrench_values=np.zeros((1, 0, 6)),
+            )
+            effort_limit = self._effort_limit.copy() if self.enforce_effort_limits else everywhere
+            self._physics_cache = (key, (tuple(physics), effort_limit))
+        physics, effort_limit = self._physics_cache[1]
+        if wrenches:
+            bodies, points, values = _kinematics.wrench_arrays(self._model, wrenches, 1)
+            physics = tuple(Physics(*physics)._replace(wrench_bodies=bodies, wrench_points=points,
+                                                       wrench_values=values))
+        return physics, effort_limit
 
-        ``tau``: the saturated command (an array) or a callable ``tau(t)`` (saturated here).
-        """
-        model = self._model
-        saturate, limit_acceleration = self.saturate, self.limit_acceleration
-        constant = None if callable(tau) else tau
-        damping, friction, passive = self._passive_coefficients()
-        eps = self.friction_velocity
-        limited = self.enforce_position_limits and self._limited
-        lower, upper = self._lower_all, self._upper_all
-
-        def accel(time, q, qd):
-            if constant is None:
-                try:
-                    torque = saturate(self._vector(tau(time), "tau(t)"))
-                except ValueError as error:
-                    raise _CommandError(str(error)) from None
-            else:
-                torque = constant
-            beyond = False
-            if passive or limited:  # one compiled pass: passive torques and the limit check
-                torque = torque.copy()
-                beyond = _prepare(torque, q, qd, damping, friction, eps, passive, lower, upper, limited)
-            qdd = _dynamics.forward_dynamics(model, q, qd, torque, external_wrenches=wrenches)
-            if beyond:
-                qdd = qdd + limit_acceleration(q, qd, qdd, h)
-            return qdd
-
-        return accel
+    def _singular(self, joint):
+        return (f"the mass matrix is singular at joint {self._model.joint_names[joint]!r}: it moves no mass or "
+                "inertia (add an <inertial> to the links it moves)")
 
     # -- stepping --------------------------------------------------------------------------------
 
     def step(self, tau, dt, external_wrenches=None):
         """Advance the state by ``dt`` s under the command ``tau`` ((nv,) array or callable ``tau(t)``).
 
-        ``external_wrenches``: ``{link: [moment; force]}`` applied by the environment to the
-        robot, world-aligned axes at the link origin, held over the step.
+        A callable is evaluated at the instants the integrator's stages need (rk4: ``t``,
+        ``t + dt/2``, ``t + dt``); an array is held over the step.  The command is saturated at the
+        effort limits (if enabled) and the result kept in :attr:`applied_effort`.
+        ``external_wrenches``: ``{link: [moment; force]}`` applied by the environment to the robot,
+        world-aligned axes at the link origin, held over the step.
         """
         if not (isinstance(dt, (int, float, np.floating)) and math.isfinite(dt) and dt > 0):
             raise ValueError(f"dt must be a positive finite number, got {dt!r}")
-        model = self._model
-        t = self._t
-        if callable(tau):
-            applied = self.saturate(self._vector(tau(t), "tau(t)"))
-        else:
-            tau = applied = self.saturate(self._vector(tau, "tau"))
-        accel = self._rhs(tau, self._wrenches(external_wrenches), float(dt))
+        model, t, dt = self._model, self._t, float(dt)
+        physics, effort_limit = self._physics(self._wrenches(external_wrenches), dt)
         try:
-            if self._integrator is adaptive:
-                q, qd = adaptive(accel, t, self._q, self._qd, dt, self.rtol, self.atol)
+            if self._integrator_name == "adaptive":
+                q, qd, applied = self._adaptive(physics, effort_limit, tau, t, dt)
             else:
-                q, qd = self._integrator(accel, t, self._q, self._qd, dt)
-        except _CommandError as error:
-            raise ValueError(str(error)) from None
-        except (ValueError, np.linalg.LinAlgError, FloatingPointError, ZeroDivisionError) as error:
+                q, qd, applied = self._compiled(physics, effort_limit, tau, t, dt)
+        except np.linalg.LinAlgError as error:  # the limits' solve met a non-finite state
             raise SimulationError(f"{model.name}: the state became non-finite during the step at t = {t:.6f} s "
                                   f"({error}); the last finite state is kept") from error
-        if not math.isfinite(q.sum() + qd.sum()):  # NaN and inf propagate through the sum
-            bad = [model.joint_names[i] for i in np.flatnonzero(~(np.isfinite(q) & np.isfinite(qd)))]
-            raise SimulationError(f"{model.name}: the state became non-finite at t = {t + dt:.6f} s "
-                                  f"(joints {', '.join(bad)}); the last finite state is kept")
-        self._q, self._qd, self._t = q, qd, t + dt
-        self.applied_effort = applied if applied is not tau else applied.copy()
+        self._q, self._qd, self.applied_effort, self._t = q, qd, applied, t + dt
+
+    def _compiled(self, physics, effort_limit, tau, t, h):
+        """``(q+, qd+, applied command)`` by the compiled step of the integrator."""
+        model = self._model
+        method, instants = _COMPILED[self._integrator_name]
+        if callable(tau):
+            commands = np.array([self._vector(tau(t + fraction * h), "tau(t)") for fraction in instants])
+        elif type(tau) is np.ndarray and tau.dtype == np.float64 and tau.shape == (model.nv,) and tau.flags.c_contiguous:
+            commands = tau.reshape(1, model.nv)  # the 1 kHz case: checked for finiteness in the compiled step
+        else:
+            commands = self._vector(tau, "tau").reshape(1, model.nv)
+        out = np.empty((3, model.nv))
+        status = _step(method, physics, effort_limit, commands, self._q, self._qd, h, out)
+        if status == BAD_COMMAND:
+            self._vector(commands[0], "tau")  # raises, naming the joints
+        if status == NON_FINITE:
+            raise SimulationError(f"{model.name}: the state became non-finite at t = {t + h:.6f} s; "
+                                  "the last finite state is kept")
+        if status >= 0:
+            raise SimulationError(f"{model.name}: {self._singular(status)} at t = {t:.6f} s; "
+                                  "the last finite state is kept")
+        return out[0], out[1], out[2]
+
+    def _adaptive(self, physics, effort_limit, tau, t, h):
+        """``(q+, qd+, applied command)`` by the error-controlled Dormand-Prince 8(5,3) method
+        (``scipy.integrate.solve_ivp``, ``DOP853``) over the step."""
+        n, name = self._model.nv, self._model.name
+
+        def command(time):
+            return self._vector(tau(time), "tau(t)") if callable(tau) else held
+
+        def f(time, x):
+            try:
+                value = command(time)
+            except ValueError as error:
+                raise _CommandError(str(error)) from None
+            qdd, singular = _evaluate(physics, effort_limit, x[:n], x[n:], value)
+            if singular >= 0:
+                raise SimulationError(f"{name}: {self._singular(singular)} at t = {time:.6f} s; "
+                                      "the last finite state is kept")
+            return np.concatenate((x[n:], qdd))
+
+        held = None if callable(tau) else self._vector(tau, "tau")
+        applied = np.clip(command(t), -effort_limit, effort_limit)
+        try:
+            with np.errstate(all="ignore"):
+                solution = solve_ivp(f, (t, t + h), np.concatenate((self._q, self._qd)), method="DOP853",
+                                     rtol=self.rtol, atol=self.atol)
+        except _CommandError as error:
+            raise ValueError(str(error)) from None
+        x = solution.y[:, -1]
+        if not solution.success or not np.isfinite(x).all():
+            raise SimulationError(f"{name}: adaptive integrator failed at t = {t:.6f} s ({solution.message}); "
+                                  "the state became non-finite or the step could not be resolved; "
+                                  "the last finite state is kept")
+        return x[:n].copy(), x[n:].copy(), applied
 
     def run(self, tau, dt, steps, external_wrenches=None):
         """``steps`` steps of ``dt``; returns the times, positions and velocities including the start.

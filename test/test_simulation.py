@@ -35,6 +35,7 @@ Euler: chattering within 5 mrad of it, the others at rest).  Commanded efforts b
 limits are applied (and reported) as the limits.
 """
 
+import dataclasses
 import math
 import time
 
@@ -191,6 +192,28 @@ def test_order_of_convergence(robot, integrator, h, order):
         f"{integrator}: error ratio {ratio:.2f} on halving h, expected {expected}"
 
 
+def euler_step(accel, t, q, qd, h):
+    """The textbook explicit Euler step, for integrating the oracle's forward dynamics."""
+    return q + h * qd, qd + h * accel(t, q, qd)
+
+
+def rk4_step(accel, t, q, qd, h):
+    """The textbook classical Runge-Kutta step on ``x = (q, qd)``, for integrating the oracle's forward dynamics."""
+    def f(time, x):
+        return np.concatenate((x[q.size:], accel(time, x[:q.size], x[q.size:])))
+
+    x = np.concatenate((q, qd))
+    k1 = f(t, x)
+    k2 = f(t + h / 2, x + h / 2 * k1)
+    k3 = f(t + h / 2, x + h / 2 * k2)
+    k4 = f(t + h, x + h * k3)
+    x = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return x[:q.size], x[q.size:]
+
+
+REFERENCE_STEPS = {"euler": euler_step, "rk4": rk4_step}
+
+
 class PinocchioAccel:
     """``pin.aba`` in our joint order (matched by name) as the right-hand side ``a(t, q, qd)``."""
 
@@ -210,7 +233,7 @@ def test_same_trajectory_as_pinocchio_aba_integrated_the_same_way(robot, integra
     q0, qd0 = start_state(model)
     tau = torque_of(model, q0, "sinusoidal")
     accel = PinocchioAccel(ROBOTS[robot](), model, tau)
-    step = simulation.INTEGRATORS[integrator]
+    step = REFERENCE_STEPS[integrator]
     sim = Simulator(model, q0, qd0, integrator=integrator, enforce_effort_limits=False, enforce_position_limits=False)
     q, qd, t, h = q0.copy(), qd0.copy(), 0.0, 1e-3
     worst = 0.0
@@ -220,6 +243,47 @@ def test_same_trajectory_as_pinocchio_aba_integrated_the_same_way(robot, integra
         sim.step(tau, h)
         worst = max(worst, np.abs(sim.q - q).max(), np.abs(sim.qd - qd).max())
     assert worst <= 1e-9, f"{robot}/{integrator}: simulator vs pin.aba integrated alike differ by {worst:.2e}"
+
+
+def semi_implicit_euler_step(accel, t, q, qd, h):
+    """The textbook semi-implicit Euler step."""
+    qd_next = qd + h * accel(t, q, qd)
+    return q + h * qd_next, qd_next
+
+
+@pytest.mark.parametrize("integrator", ["euler", "semi_implicit_euler", "rk4"])
+def test_compiled_step_is_the_textbook_step_on_the_public_forward_dynamics(integrator):
+    """Every force of the compiled right-hand side, written out with the public API: the saturated
+    sinusoidal command, viscous damping and smoothed Coulomb friction, and a wrench at the hand
+    through ``rd.forward_dynamics(..., external_wrenches=...)`` (the Jacobian path)."""
+    model = model_of("panda7")
+    q0, qd0 = start_state(model)
+    sinusoid = torque_of(model, q0, "sinusoidal")
+    beyond = np.array([0.0, 0.0, 0.0, 0.0, 15.0, 0.0, 0.0])  # pushes panda_joint5 past its 12 N m
+
+    def tau(t):
+        return sinusoid(t) + beyond
+
+    friction = np.linspace(0.5, 0.02, model.nv)  # light on the wrist: h F_c / (eps m) < 2, no chatter
+    model = dataclasses.replace(model, friction=friction)
+    wrench = {"panda_hand": np.array([0.3, -0.2, 0.1, 5.0, -4.0, 20.0])}
+    limit = model.effort_limits
+
+    def accel(t, q, qd):
+        joint = np.clip(tau(t), -limit, limit) - model.damping * qd - friction * np.tanh(qd / 0.01)
+        return rd.forward_dynamics(model, q, qd, joint, external_wrenches=wrench)
+
+    step = {"euler": euler_step, "semi_implicit_euler": semi_implicit_euler_step, "rk4": rk4_step}[integrator]
+    sim = Simulator(model, q0, qd0, integrator=integrator, apply_damping=True, apply_friction=True,
+                    enforce_position_limits=False)
+    q, qd, t, h = q0.copy(), qd0.copy(), 0.0, 1e-3
+    for _ in range(50):
+        q, qd = step(accel, t, q, qd, h)
+        t += h
+        sim.step(tau, h, external_wrenches=wrench)
+        np.testing.assert_allclose(sim.q, q, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(sim.qd, qd, rtol=0, atol=1e-10)
+    assert sim.applied_effort[4] == 12.0, "the command should saturate"
 
 
 def test_tree_branches_and_has_every_joint_kind():
