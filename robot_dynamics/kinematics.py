@@ -116,16 +116,20 @@ def wrench_arrays(model, external_wrenches, count):
     """``{link: [moment; force]}`` -> the kernels' ``(bodies, points, values)`` for ``count`` states.
 
     A wrench is 6 values (the same for every state) or one row of 6 per state.  ValueError names
-    an unknown link or a wrench that is not 6 finite numbers.
+    an unknown link or a wrench that is not 6 finite numbers (per state).
     """
     links = list(external_wrenches)
-    frames = [_frame(model, link) for link in links]
     values = np.empty((count, len(links), 6))
     for w, link in enumerate(links):
+        if link not in model.frames:
+            raise ValueError(f"external wrench on unknown link {link!r}: the links are the URDF's link names")
         wrench = np.asarray(external_wrenches[link], dtype=float)
-        if wrench.shape[-1:] != (6,) or not np.all(np.isfinite(wrench)):
-            raise ValueError(f"the external wrench on {link!r} must be 6 finite numbers [moment; force]")
-        values[:, w] = np.broadcast_to(wrench.reshape(-1, 6), (count, 6))
+        rows = wrench.reshape(-1, 6) if wrench.shape[-1:] == (6,) else None
+        if rows is None or rows.shape[0] not in (1, count) or not np.all(np.isfinite(rows)):
+            raise ValueError(f"the external wrench on {link!r} must be 6 finite numbers [moment; force] "
+                             f"(or one such row per state), got shape {wrench.shape}")
+        values[:, w] = rows
+    frames = [model.frames[link] for link in links]
     bodies = np.array([frame.body for frame in frames], dtype=np.int64)
     points = np.array([frame.pose[:3, 3] for frame in frames]).reshape(len(links), 3)
     return bodies, points, values

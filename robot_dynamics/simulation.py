@@ -98,6 +98,11 @@ LIMIT_OMEGA_STEP = 0.5
 DEFAULT_FRICTION_VELOCITY = 0.01
 """``eps`` of the smoothed Coulomb friction ``F_c tanh(qd / eps)``, rad/s or m/s."""
 
+ADAPTIVE_EVALUATIONS = 20_000
+"""Most right-hand-side evaluations the adaptive integrator may spend on one step (a regular 1 ms
+step of Panda-7 takes 12-40): beyond, an absurd state (joint speeds of 1e200) would keep
+``solve_ivp`` shrinking its step for minutes, freezing the node."""
+
 EULER, SEMI_IMPLICIT_EULER, RK4 = 0, 1, 2
 OK, BAD_COMMAND, NON_FINITE = -1, -2, -3  # what a compiled step returns besides a singular joint's index
 
@@ -205,7 +210,7 @@ def _acceleration(physics, q, qd, command, workspace):
     singular = _forward_state(topology, bodies, gravity, q_row, qd_row, 0, tau,
                               poses, twists, accelerations, wrenches, composite, M, qdd)
     if beyond and singular < 0:
-        _crba_state(topology, bodies, poses, composite, M)  # the solve overwrote M
+        _crba_state(topology, bodies, poses, composite, M)  # the solve overwrote M; cheaper than a copy each call
         qdd += _limit_correction(M, q, qd, qdd, lower, upper, omega)
     return qdd, singular
 
@@ -254,17 +259,23 @@ def _rk4(physics, commands, q, qd, h, workspace):
     """
     last = commands.shape[0] - 1
     half = 0.5 * h
-    a1, s1 = _acceleration(physics, q, qd, commands[0], workspace)
+    a1, singular = _acceleration(physics, q, qd, commands[0], workspace)
+    if singular >= 0:  # the stages after it would start from a meaningless acceleration
+        return q, qd, singular
     v2 = qd + half * a1
-    a2, s2 = _acceleration(physics, q + half * qd, v2, commands[min(1, last)], workspace)
+    a2, singular = _acceleration(physics, q + half * qd, v2, commands[min(1, last)], workspace)
+    if singular >= 0:
+        return q, qd, singular
     v3 = qd + half * a2
-    a3, s3 = _acceleration(physics, q + half * v2, v3, commands[min(1, last)], workspace)
+    a3, singular = _acceleration(physics, q + half * v2, v3, commands[min(1, last)], workspace)
+    if singular >= 0:
+        return q, qd, singular
     v4 = qd + h * a3
-    a4, s4 = _acceleration(physics, q + h * v3, v4, commands[last], workspace)
+    a4, singular = _acceleration(physics, q + h * v3, v4, commands[last], workspace)
     sixth = h / 6.0
     return (q + sixth * (qd + 2.0 * (v2 + v3) + v4),
             qd + sixth * (a1 + 2.0 * (a2 + a3) + a4),
-            max(s1, s2, s3, s4))
+            singular)
 
 
 @njit
@@ -330,9 +341,7 @@ class Simulator:
         self.apply_friction = bool(apply_friction)
         self.enforce_effort_limits = bool(enforce_effort_limits)
         self.enforce_position_limits = bool(enforce_position_limits)
-        if not (math.isfinite(friction_velocity) and friction_velocity > 0):
-            raise ValueError(f"friction_velocity must be positive, got {friction_velocity}")
-        self.friction_velocity = float(friction_velocity)
+        self.friction_velocity = friction_velocity
         self.rtol, self.atol = float(rtol), float(atol)
         self._q = self._qd = None
         self.applied_effort = np.zeros(model.nv)
@@ -353,7 +362,18 @@ class Simulator:
         effort = np.asarray(model.effort_limits, dtype=float)
         # A URDF effort of 0 (a common xacro default) means "not given", not "cannot move".
         self._effort_limit = np.where(effort > 0, effort, np.inf)
-        self._physics_cache = (None, None)
+        self._physics_cache = self._wrench_cache = (None, None)
+
+    @property
+    def friction_velocity(self):
+        """``eps`` of the smoothed Coulomb friction ``F_c tanh(qd / eps)``, positive."""
+        return self._friction_velocity
+
+    @friction_velocity.setter
+    def friction_velocity(self, eps):
+        if not (isinstance(eps, (int, float, np.floating)) and math.isfinite(eps) and eps > 0):
+            raise ValueError(f"friction_velocity must be a positive number, got {eps!r}")
+        self._friction_velocity = float(eps)
 
     @property
     def integrator(self):
@@ -407,7 +427,7 @@ class Simulator:
 
         ``h`` is the step that sets the position limits' stiffness.
         """
-        physics, effort_limit = self._physics(self._wrenches(external_wrenches), h)
+        physics, effort_limit = self._physics(external_wrenches, h)
         qdd, singular = _evaluate(physics, effort_limit, self._vector(q, "q"), self._vector(qd, "qd"),
                                   self._vector(tau, "tau"))
         if singular >= 0:
@@ -416,7 +436,11 @@ class Simulator:
 
     def _physics(self, wrenches, h):
         """``(physics, effort_limit)`` of a step of ``h`` s under ``wrenches``: the kernels' :class:`Physics`
-        (a plain tuple) and the saturation (+inf where none); cached per setting."""
+        (a plain tuple) and the saturation (+inf where none).
+
+        Cached per setting, and per wrenches' contents: the node passes the same wrenches step
+        after step, and building their arrays costs more than the step itself.
+        """
         key = (self.enforce_effort_limits, self.apply_damping, self.apply_friction, self.enforce_position_limits,
                self.friction_velocity, h)
         if self._physics_cache[0] != key:
@@ -436,12 +460,16 @@ class Simulator:
             )
             effort_limit = self._effort_limit.copy() if self.enforce_effort_limits else everywhere
             self._physics_cache = (key, (tuple(physics), effort_limit))
+            self._wrench_cache = (None, None)
         physics, effort_limit = self._physics_cache[1]
-        if wrenches:
-            bodies, points, values = _kinematics.wrench_arrays(self._model, wrenches, 1)
-            physics = tuple(Physics(*physics)._replace(wrench_bodies=bodies, wrench_points=points,
-                                                       wrench_values=values))
-        return physics, effort_limit
+        if not wrenches:
+            return physics, effort_limit
+        contents = tuple((link, np.asarray(wrench, dtype=float).tobytes()) for link, wrench in wrenches.items())
+        if self._wrench_cache[0] != contents:
+            bodies, points, values = _kinematics.wrench_arrays(self._model, wrenches, 1)  # checks them
+            with_wrenches = Physics(*physics)._replace(wrench_bodies=bodies, wrench_points=points, wrench_values=values)
+            self._wrench_cache = (contents, tuple(with_wrenches))
+        return self._wrench_cache[1], effort_limit
 
     def _singular(self, joint):
         return (f"the mass matrix is singular at joint {self._model.joint_names[joint]!r}: it moves no mass or "
@@ -461,7 +489,7 @@ class Simulator:
         if not (isinstance(dt, (int, float, np.floating)) and math.isfinite(dt) and dt > 0):
             raise ValueError(f"dt must be a positive finite number, got {dt!r}")
         model, t, dt = self._model, self._t, float(dt)
-        physics, effort_limit = self._physics(self._wrenches(external_wrenches), dt)
+        physics, effort_limit = self._physics(external_wrenches, dt)
         try:
             if self._integrator_name == "adaptive":
                 q, qd, applied = self._adaptive(physics, effort_limit, tau, t, dt)
@@ -486,6 +514,7 @@ class Simulator:
         status = _step(method, physics, effort_limit, commands, self._q, self._qd, h, out)
         if status == BAD_COMMAND:
             self._vector(commands[0], "tau")  # raises, naming the joints
+            raise ValueError("tau is not finite")
         if status == NON_FINITE:
             raise SimulationError(f"{model.name}: the state became non-finite at t = {t + h:.6f} s; "
                                   "the last finite state is kept")
@@ -498,11 +527,18 @@ class Simulator:
         """``(q+, qd+, applied command)`` by the error-controlled Dormand-Prince 8(5,3) method
         (``scipy.integrate.solve_ivp``, ``DOP853``) over the step."""
         n, name = self._model.nv, self._model.name
+        evaluations = 0
 
         def command(time):
             return self._vector(tau(time), "tau(t)") if callable(tau) else held
 
         def f(time, x):
+            nonlocal evaluations
+            evaluations += 1
+            if evaluations > ADAPTIVE_EVALUATIONS or not np.isfinite(x).all():
+                raise SimulationError(f"{name}: the adaptive integrator could not resolve the step at t = {t:.6f} s "
+                                      f"({evaluations} evaluations, state {'finite' if np.isfinite(x).all() else 'non-finite'}); "
+                                      "the last finite state is kept")
             try:
                 value = command(time)
             except ValueError as error:
@@ -546,7 +582,7 @@ class Simulator:
 
     def _vector(self, values, what):
         n = self._model.nv
-        if type(values) is np.ndarray and values.dtype == np.float64 and values.shape == (n,):
+        if type(values) is np.ndarray and values.dtype == np.float64 and values.shape == (n,) and values.flags.c_contiguous:
             vector = values  # the common case, without a copy (the step keeps no reference to it)
         else:
             try:
@@ -560,17 +596,3 @@ class Simulator:
             bad = [self._model.joint_names[i] for i in np.flatnonzero(~np.isfinite(vector))]
             raise ValueError(f"{what} is not finite for joints {', '.join(bad)}")
         return vector
-
-    def _wrenches(self, wrenches):
-        if not wrenches:
-            return None
-        checked = {}
-        for link, wrench in wrenches.items():
-            if link not in self._model.link_names:
-                raise ValueError(f"external wrench on unknown link {link!r}")
-            wrench = np.asarray(wrench, dtype=float)
-            if wrench.shape != (6,) or not np.all(np.isfinite(wrench)):
-                raise ValueError(f"external wrench on {link!r} must be 6 finite numbers [moment; force], "
-                                 f"got {wrench!r}")
-            checked[link] = wrench
-        return checked

@@ -63,6 +63,7 @@ RECORD = 4.0       # s of closed loop per run
 SKIP = 0.5         # s at the start of a run left out of the RMS
 START_TIMEOUT = 45.0
 SIMULATOR, DYNAMICS, TRAJECTORY = "/robot_dynamics_simulator", "/robot_dynamics", "/trajectory_publisher"
+COMMAND_TIMEOUT_WARNING = "no effort command for"  # the simulator's warning when it zeroes a stale command
 
 
 class Loop:
@@ -140,6 +141,24 @@ class Loop:
         wait_until(lambda: sum(t > since for t in list(self.commands)) >= count, 10.0, what)
 
     def run(self, record=RECORD):
+        """:meth:`run_once`, repeated once if a process stalled during it.
+
+        A command older than ``command_timeout`` (0.1 s) makes the simulator apply zero torque and
+        warn; in a loop that keeps up, that happens only when the shared host stalls one of the
+        processes for more than 0.1 s (seen once in about ten runs of the suite). That run then
+        measures the scheduler, not the controller, so it is repeated; a second one fails on its
+        figures like any other.
+        """
+        simulator = self.processes["simulator_node"]
+        for attempt in range(2):
+            timeouts = simulator.log().count(COMMAND_TIMEOUT_WARNING)
+            window = self.run_once(record)
+            if simulator.log().count(COMMAND_TIMEOUT_WARNING) == timeouts:
+                break
+            print(f"run {attempt + 1}: the simulator timed out a command (a process stalled > 0.1 s)")
+        return window
+
+    def run_once(self, record):
         """Pause, reset the robot to home at rest, restart the trajectory, resume; record; the window."""
         self.call(SetBool, f"{SIMULATOR}/pause", SetBool.Request(data=True))
         self.call(Trigger, f"{SIMULATOR}/reset", Trigger.Request())

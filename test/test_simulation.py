@@ -286,6 +286,56 @@ def test_compiled_step_is_the_textbook_step_on_the_public_forward_dynamics(integ
     assert sim.applied_effort[4] == 12.0, "the command should saturate"
 
 
+def test_acceleration_is_the_public_forward_dynamics_with_every_force():
+    model = model_of("panda7")
+    q, qd = start_state(model)
+    tau = np.array([100.0, -20.0, 5.0, 10.0, -30.0, 1.0, 2.0])  # joints 1 and 5 beyond their effort limits
+    wrench = {"panda_hand": [0.1, 0.2, -0.3, 4.0, 5.0, -6.0]}
+    sim = Simulator(model, apply_damping=True, enforce_position_limits=False)
+    joint = np.clip(tau, -model.effort_limits, model.effort_limits) - model.damping * qd
+    np.testing.assert_allclose(sim.acceleration(q, qd, tau, external_wrenches=wrench),
+                               rd.forward_dynamics(model, q, qd, joint, external_wrenches=wrench), rtol=1e-12, atol=1e-9)
+
+
+def test_settings_and_wrenches_changed_between_steps_take_effect():
+    """The simulator caches what a step needs; a switch flipped, or a wrench dict changed in place
+    (as the node does), between two steps is seen by the next one."""
+    model = model_of("panda7")
+    q0, qd0 = start_state(model)
+    wrench = {}
+    sim = Simulator(model, q0, qd0, enforce_position_limits=False)
+    reference = Simulator(model, q0, qd0, enforce_position_limits=False)
+    for change in ("damping", "wrench", "wrench value", "no wrench", "effort limits"):
+        if change == "damping":
+            sim.apply_damping = reference.apply_damping = True
+        elif change == "wrench":
+            wrench["panda_hand"] = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 30.0])
+        elif change == "wrench value":
+            wrench["panda_hand"] = np.array([0.0, 0.0, 0.0, 30.0, 0.0, 0.0])
+        elif change == "no wrench":
+            wrench.clear()
+        else:
+            sim.enforce_effort_limits = reference.enforce_effort_limits = False
+        command = np.full(model.nv, 50.0)
+        sim.step(command, 1e-3, external_wrenches=wrench)
+        reference.step(command, 1e-3, external_wrenches=dict(wrench))  # a fresh dict: nothing cached
+        np.testing.assert_array_equal(sim.qd, reference.qd, err_msg=change)
+        np.testing.assert_array_equal(sim.applied_effort, reference.applied_effort, err_msg=change)
+    with pytest.raises(ValueError, match="friction_velocity"):
+        sim.friction_velocity = 0.0
+
+
+def test_a_strided_command_is_the_same_command():
+    model = model_of("panda7")
+    q0, qd0 = start_state(model)
+    columns = np.tile(np.linspace(-5.0, 5.0, model.nv)[:, None], (1, 3))
+    strided, plain = Simulator(model, q0, qd0), Simulator(model, q0, qd0)
+    strided.step(columns[:, 1], 1e-3)
+    plain.step(columns[:, 1].copy(), 1e-3)
+    np.testing.assert_array_equal(strided.q, plain.q)
+    np.testing.assert_array_equal(strided.qd, plain.qd)
+
+
 def test_tree_branches_and_has_every_joint_kind():
     """The tree of the accuracy tests really is a branching tree with all three joint kinds."""
     info = rf.parse_urdf(tree_urdf())
@@ -496,6 +546,8 @@ def test_bad_commands_are_rejected_and_leave_the_state_alone():
             sim.step(bad, 1e-3)
     with pytest.raises(ValueError, match="panda_joint3"):
         sim.step([0, 0, np.nan, 0, 0, 0, 0], 1e-3)
+    with pytest.raises(ValueError, match="panda_joint5"):  # an array: checked inside the compiled step
+        sim.step(np.array([0, 0, 0, 0, np.inf, 0, 0], dtype=float), 1e-3)
     with pytest.raises(ValueError, match="unknown link"):
         sim.step(np.zeros(7), 1e-3, external_wrenches={"no_such_link": np.zeros(6)})
     with pytest.raises(ValueError):
@@ -528,6 +580,19 @@ def test_non_finite_state_raises_and_keeps_the_last_finite_state(integrator):
     assert sim.t == t
     sim.reset(PANDA_HOME)  # recovers
     sim.step(np.zeros(7), 1e-3)
+    assert np.isfinite(sim.q).all()
+
+
+@pytest.mark.parametrize("integrator", INTEGRATOR_NAMES)
+def test_absurd_speed_raises_instead_of_grinding(integrator):
+    """Joint speeds of 1e200 rad/s: an error at once (the adaptive integrator used to shrink its
+    step on the non-finite derivatives for minutes)."""
+    model = rd.load_urdf(rd.examples.TWO_LINK_URDF)
+    sim = Simulator(model, [0.1, 0.1], [1e200, 1e200], integrator=integrator)
+    with pytest.raises(SimulationError, match="non-finite"):
+        with np.errstate(all="ignore"):
+            for _ in range(3):
+                sim.step(np.zeros(2), 1e-3)
     assert np.isfinite(sim.q).all()
 
 
