@@ -284,8 +284,9 @@ def _step(method, physics, effort_limit, commands, q, qd, h, out):
 
     ``commands``: the actuator command at the instants the stages need (``_COMPILED``), or one
     row held over the step, saturated at ``+-effort_limit``.  Writes ``out[0] = q+``,
-    ``out[1] = qd+``, ``out[2]`` = the applied (saturated) command at ``t``, and returns ``OK``, ``BAD_COMMAND`` (a command is not finite),
-    ``NON_FINITE`` (the new state is not) or the joint at which the mass matrix is singular.
+    ``out[1] = qd+``, ``out[2]`` = the applied (saturated) command at ``t``, and returns ``OK``,
+    ``BAD_COMMAND`` (a command is not finite), ``NON_FINITE`` (the new state is not) or the joint
+    at which the mass matrix is singular.  ``out`` is left alone unless ``OK``.
     """
     for value in commands.ravel():
         if not math.isfinite(value):
