@@ -344,8 +344,6 @@ class Simulator:
         self.enforce_position_limits = bool(enforce_position_limits)
         self.friction_velocity = friction_velocity
         self.rtol, self.atol = float(rtol), float(atol)
-        self._q = self._qd = None
-        self.applied_effort = np.zeros(model.nv)
         self.reset(q, qd, t)
 
     # -- configuration -------------------------------------------------------------------------
@@ -507,10 +505,8 @@ class Simulator:
         method, instants = _COMPILED[self._integrator_name]
         if callable(tau):
             commands = np.array([self._vector(tau(t + fraction * h), "tau(t)") for fraction in instants])
-        elif type(tau) is np.ndarray and tau.dtype == np.float64 and tau.shape == (model.nv,) and tau.flags.c_contiguous:
-            commands = tau.reshape(1, model.nv)  # the 1 kHz case: checked for finiteness in the compiled step
-        else:
-            commands = self._vector(tau, "tau").reshape(1, model.nv)
+        else:  # checked for finiteness in the compiled step, which costs nothing there
+            commands = self._vector(tau, "tau", finite=False).reshape(1, model.nv)
         out = np.empty((3, model.nv))
         status = _step(method, physics, effort_limit, commands, self._q, self._qd, h, out)
         if status == BAD_COMMAND:
@@ -536,9 +532,10 @@ class Simulator:
         def f(time, x):
             nonlocal evaluations
             evaluations += 1
-            if evaluations > ADAPTIVE_EVALUATIONS or not np.isfinite(x).all():
+            finite = np.isfinite(x).all()
+            if evaluations > ADAPTIVE_EVALUATIONS or not finite:
                 raise SimulationError(f"{name}: the adaptive integrator could not resolve the step at t = {t:.6f} s "
-                                      f"({evaluations} evaluations, state {'finite' if np.isfinite(x).all() else 'non-finite'}); "
+                                      f"({evaluations} evaluations, state {'finite' if finite else 'non-finite'}); "
                                       "the last finite state is kept")
             try:
                 value = command(time)
@@ -581,7 +578,9 @@ class Simulator:
 
     # -- validation ------------------------------------------------------------------------------
 
-    def _vector(self, values, what):
+    def _vector(self, values, what, finite=True):
+        """``values`` as a C-contiguous float64 ``(nv,)`` array (no copy if it is one already);
+        ValueError on a wrong length and, if ``finite``, on a non-finite value, naming the joints."""
         n = self._model.nv
         if type(values) is np.ndarray and values.dtype == np.float64 and values.shape == (n,) and values.flags.c_contiguous:
             vector = values  # the common case, without a copy (the step keeps no reference to it)
@@ -593,7 +592,7 @@ class Simulator:
             if vector is None or vector.shape != (n,):
                 raise ValueError(f"{what} must have {n} values ({', '.join(self._model.joint_names)}), "
                                  f"got shape {np.shape(values)}")
-        if not np.isfinite(vector).all():
+        if finite and not np.isfinite(vector).all():
             bad = [self._model.joint_names[i] for i in np.flatnonzero(~np.isfinite(vector))]
             raise ValueError(f"{what} is not finite for joints {', '.join(bad)}")
         return vector
