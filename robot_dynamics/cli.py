@@ -7,7 +7,7 @@ Subcommands::
     robot-dynamics gravity URDF --q ...           holding torques g(q)
     robot-dynamics mass-matrix URDF --q ...       M(q)
     robot-dynamics demo                           the closed-loop computed-torque demo (ROS 2)
-    robot-dynamics bench [core|node|simulator|scaling]
+    robot-dynamics bench [core|node|simulator|scaling] [OPTIONS]
                                                   the benchmarks (core, node and simulator need the
                                                   test extra; scaling needs matplotlib for its plot)
 
@@ -326,11 +326,11 @@ def print_matrix(model, q, M, title, out):
 # ----------------------------------------------------------------------------------------------
 
 def load_benchmark(name):
-    """The benchmark module ``robot_dynamics.benchmarks.<name>``; each has ``main(argv=None)``.
+    """The benchmark module ``robot_dynamics.tools.benchmarks.<name>``; each has ``main(argv=None)``.
 
     They measure against Pinocchio and read example-robot-data: ``pip install .[test]``.
     """
-    module_name = f"robot_dynamics.benchmarks.{name}"
+    module_name = f"robot_dynamics.tools.benchmarks.{name}"
     try:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as error:
@@ -377,21 +377,26 @@ def build_parser():
                               "(unnamed joints are 0); default all 0")
 
     demo = commands.add_parser("demo", help="closed-loop computed-torque demo: simulator + dynamics node (ROS 2)")
-    from .demo import add_arguments
+    from .tools.demo import add_arguments
     add_arguments(demo)
 
     bench = commands.add_parser("bench", help="run the benchmarks (core, node, simulator, scaling)")
     bench.add_argument("which", nargs="*", metavar="WHICH",
-                       help="core, node, simulator, scaling or all (default all)")
-    bench.add_argument("--args", dest="bench_args", default="", metavar="'ARGS'",
-                       help="arguments passed to each benchmark's main(), as one quoted string")
+                       help="core, node, simulator, scaling or all (default all); any further options "
+                            "(e.g. --duration 10) go to each benchmark; robot-dynamics bench WHICH --help lists them")
     return parser
 
 
 def main(argv=None):
     """Entry point of the ``robot-dynamics`` console script; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    benchmark_options = []
+    if argv[:1] == ["bench"]:  # bench [WHICH ...] [options for the benchmarks, --help included]
+        first = next((i for i, token in enumerate(argv) if token.startswith("-")), len(argv))
+        if first > 1 or argv[first:first + 1] not in (["-h"], ["--help"]):
+            argv, benchmark_options = argv[:first], argv[first:]
+    args = build_parser().parse_args(argv)
+    args.benchmark_options = benchmark_options
     try:
         return _dispatch(args)
     except CLIError as error:
@@ -411,17 +416,18 @@ def _dispatch(args):
             out.write(f"{name:<16} {bundled_urdf(name)}\n")
         return 0
     if args.command == "demo":
-        from .demo import run_demo
+        from .tools.demo import DemoError, run_demo
 
-        return run_demo(args)
+        try:
+            return run_demo(args, *load_model(args.robot))
+        except DemoError as error:
+            raise CLIError(str(error)) from None
     if args.command == "bench":
-        import shlex
-
         unknown = [name for name in args.which if name not in BENCHMARKS + ("all",)]
         if unknown:
             raise CLIError(f"unknown benchmark {unknown[0]!r} (choose from {', '.join(BENCHMARKS)}, all)")
         names = BENCHMARKS if not args.which or "all" in args.which else tuple(dict.fromkeys(args.which))
-        return run_benchmarks(names, shlex.split(args.bench_args))
+        return run_benchmarks(names, args.benchmark_options)
 
     import robot_dynamics as rd
 

@@ -48,6 +48,21 @@ def share_dirs():
     yield Path(sys.prefix) / "share" / PACKAGE
 
 
+def share_file(*parts):
+    """Path of a data file of the package, e.g. ``share_file("config", "dynamics.yaml")``.
+
+    >>> share_file("config", "dynamics.yaml").name
+    'dynamics.yaml'
+    """
+    tried = []
+    for directory in share_dirs():
+        path = directory.joinpath(*parts)
+        if path.is_file():
+            return path
+        tried.append(str(path))
+    raise FileNotFoundError(f"{'/'.join(parts)} not found (looked in {', '.join(tried)})")
+
+
 def _urdf_dirs():
     seen = []
     for share in share_dirs():

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from robot_dynamics.benchmarks.robots import ROBOT_FILES, example_robot_path
+from robot_dynamics.tools.benchmarks.robots import ROBOT_FILES, example_robot_path
 
 # --------------------------------------------------------------------------------------------
 # example-robot-data

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from robot_dynamics import processes
+from robot_dynamics.tools import processes
 
 
 REPO = Path(__file__).resolve().parents[1]

@@ -213,11 +213,17 @@ def test_bench_runs_each_benchmark_main_with_the_given_arguments(capsys, monkeyp
         return types.SimpleNamespace(__file__=f"bench_{name}.py", main=lambda argv: calls.append((name, argv)))
 
     monkeypatch.setattr(cli, "load_benchmark", fake_loader)
-    assert cli.main(["bench", "--args", "--duration 1 --quick"]) == 0
+    assert cli.main(["bench", "--duration", "1", "--quick"]) == 0
     assert calls == [(name, ["--duration", "1", "--quick"]) for name in ("core", "node", "simulator", "scaling")]
     calls.clear()
     assert cli.main(["bench", "node"]) == 0
     assert calls == [("node", [])]
+    calls.clear()
+    assert cli.main(["bench", "node", "--duration", "10"]) == 0  # the form the docs show
+    assert calls == [("node", ["--duration", "10"])]
+    with pytest.raises(SystemExit) as exit_info:  # options go to benchmarks only
+        cli.main(["gravity", "planar_2r", "--duration", "1"])
+    assert exit_info.value.code == 2
     assert "== benchmark node" in capsys.readouterr().out
 
 
@@ -228,8 +234,8 @@ def test_bench_modules_are_found_with_a_main():
 
 def test_bench_scaling_tiny_run_prints_the_tables_and_writes_the_plot(capsys, tmp_path):
     plot = tmp_path / "plots" / "scaling.png"
-    status = cli.main(["bench", "scaling", "--args",
-                       f"--sizes 2 3 --fit-from 2 --repeat 1 --min-time 0 --plot {plot}"])
+    status = cli.main(["bench", "scaling", "--sizes", "2", "3", "--fit-from", "2", "--repeat", "1",
+                       "--min-time", "0", "--plot", str(plot)])
     out = capsys.readouterr().out
     assert status == 0
     assert "| Lagrange-Euler, 4x4 (D, h, c) | chain |" in out and "| n^4 (128/3 n^4 mult.) |" in out

@@ -55,7 +55,7 @@ import robot_dynamics as rd  # noqa: E402
 
 from ros_helpers import NodeProcess, RosHarness, wait_until, write_params  # noqa: E402
 
-from robot_dynamics.benchmarks.robots import panda7_urdf  # noqa: E402
+from robot_dynamics.tools.benchmarks.robots import panda7_urdf  # noqa: E402
 
 HOME = [0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.8]
 KP, KD = 100.0, 20.0

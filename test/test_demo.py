@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robot_dynamics import demo
+from robot_dynamics.tools import demo
 
 
 def synthetic_run(label, error=0.01, rate=500.0, duration=2.0, lag=0.0007):
@@ -94,24 +94,6 @@ def test_short_demo_prints_the_summary_and_writes_the_plot(tmp_path):
     assert f"plot         {output.resolve()}" in out
     assert output.is_file() and output.stat().st_size > 20_000
     assert "Traceback" not in done.stderr
-
-
-def test_robot_setup_uses_the_config_for_the_demo_robot_and_limits_for_others():
-    import robot_dynamics as rd
-    from robot_dynamics.robots import bundled_urdf
-
-    arm = rd.load_urdf(bundled_urdf("arm7_gripper"))
-    q0, simulator, trajectory = demo.robot_setup(arm)
-    np.testing.assert_allclose(q0, [0, -0.785, 0, -2.356, 0, 1.571, 0.785, 0.02])
-    assert simulator == {} and trajectory == {}
-    gantry = rd.load_urdf(bundled_urdf("cartesian_3dof"))
-    q0, simulator, trajectory = demo.robot_setup(gantry)
-    np.testing.assert_allclose(q0, [0.3, 0.2, -0.15])  # mid-range: 0 is at a limit of every axis
-    assert simulator["initial_joint_names"] == list(gantry.joint_names)
-    assert trajectory["home_positions"] == q0.tolist()
-    q0, _, _ = demo.robot_setup(rd.load_urdf(bundled_urdf("planar_2r")))
-    np.testing.assert_allclose(q0, [0, 0])
-    assert demo.error_mask(gantry)[1] == "m" and demo.error_mask(arm)[0].tolist() == [True] * 7 + [False]
 
 
 def test_stamps_are_used_when_both_topics_share_a_clock():

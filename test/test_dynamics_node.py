@@ -30,7 +30,7 @@ from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 import robot_dynamics as rd  # noqa: E402
-from robot_dynamics.benchmarks.robots import example_robot_path, panda7_urdf  # noqa: E402
+from robot_dynamics.tools.benchmarks.robots import example_robot_path, panda7_urdf  # noqa: E402
 
 from ros_helpers import (  # noqa: E402
     NodeProcess,

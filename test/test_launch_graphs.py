@@ -2,8 +2,8 @@
 
 ``launch``/``launch_ros`` are not installable from PyPI, so test/test_launch.py skips here. These
 tests start the same executables with the same config/*.yaml files and the same wiring
-(``robot_dynamics.processes``, which ``robot-dynamics demo`` uses too), the URDF passed through a
-params file, and check that torques and joint states flow. They also prove the YAML files right:
+(``robot_dynamics.tools.graph`` started by ``robot_dynamics.tools.processes``, as ``robot-dynamics
+demo`` does), the URDF passed through a params file, and check that torques and joint states flow. They also prove the YAML files right:
 every parameter a YAML file sets is a parameter of its node with that value, and every parameter a
 node declares is documented in its YAML file.
 """
@@ -24,15 +24,11 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 
 import robot_dynamics as rd  # noqa: E402
-from robot_dynamics import processes  # noqa: E402
+from robot_dynamics.tools import graph as graphs, processes  # noqa: E402
 from robot_dynamics.robots import bundled_urdf  # noqa: E402
 
 from ros_helpers import RosHarness, publish_until, wait_until  # noqa: E402
 
-NODE_NAMES = {"dynamics_node": "robot_dynamics", "simulator_node": "robot_dynamics_simulator",
-              "trajectory_publisher": "trajectory_publisher"}
-CONFIG = {"dynamics_node": "dynamics.yaml", "simulator_node": "simulator.yaml",
-          "trajectory_publisher": "trajectory_publisher.yaml"}
 #: Parameters every rclpy node has; not ours to document.
 GENERIC = re.compile(r"^(use_sim_time|start_type_description_service|qos_overrides\..*)$")
 START_TIMEOUT = 45.0  # s: Python node start-up + model load + discovery on a busy 2-core machine
@@ -44,8 +40,8 @@ def graph(tmp_path):
     started = []
     env = processes.ros_environment(domain_id=os.environ["ROS_DOMAIN_ID"])
 
-    def start(nodes):
-        started.extend(processes.start_graph(nodes, env, tmp_path / "logs"))
+    def start(nodes, namespace):
+        started.extend(processes.start_graph(nodes, env, tmp_path / "logs", namespace=namespace))
         return started
 
     yield start
@@ -62,13 +58,11 @@ def harness():
     ros.close()
 
 
-def description_file(tmp_path, robot):
-    return processes.description_params_file(bundled_urdf(robot).read_text(), tmp_path / "robot_description.yaml")
-
-
-def check_yaml_against_node(harness, node_fqn, executable):
-    """Every YAML parameter exists on the node with the YAML's value; every node parameter is documented."""
-    path = processes.share_file("config", CONFIG[executable])
+def check_yaml_against_node(harness, namespace, node):
+    """Every YAML parameter exists on the node with the YAML's value (unless the graph overrides it);
+    every node parameter is documented."""
+    node_fqn, executable = f"{namespace}/{node.name}", node.executable
+    path, = (layer for layer in node.parameters if not isinstance(layer, dict))
     text = path.read_text()
     values = yaml.safe_load(text)["/**"]["ros__parameters"]
     flat = {}
@@ -81,7 +75,7 @@ def check_yaml_against_node(harness, node_fqn, executable):
                 flat[f"{prefix}{key}"] = value
 
     flatten("", values)
-    overridden = set(processes.SIMULATION_DYNAMICS_OVERRIDES) if executable == "dynamics_node" else set()
+    overridden = {name for layer in node.parameters if isinstance(layer, dict) for name in layer}
     names = sorted(set(flat) - overridden)
     actual = harness.get_parameters(node_fqn, names)
     for name, got in zip(names, actual):
@@ -97,7 +91,7 @@ def check_yaml_against_node(harness, node_fqn, executable):
         if GENERIC.match(name):
             continue
         assert re.search(rf"^\s*#?\s*{re.escape(name)}:", text, re.M), \
-            f"{executable} parameter {name!r} is not documented in config/{CONFIG[executable]}"
+            f"{executable} parameter {name!r} is not documented in config/{path.name}"
 
 
 # ------------------------------------------------------------------------------ dynamics.launch.py
@@ -105,7 +99,8 @@ def check_yaml_against_node(harness, node_fqn, executable):
 def test_dynamics_graph_publishes_torques_from_joint_states(graph, harness, tmp_path):
     model = rd.load_urdf(bundled_urdf("arm7_gripper"))
     namespace = f"/graph_dyn_{uuid.uuid4().hex[:6]}"
-    nodes = graph(processes.dynamics_graph(description_file(tmp_path, "arm7_gripper"), namespace=namespace))
+    launched = graphs.dynamics_graph(bundled_urdf("arm7_gripper").read_text())
+    nodes = graph(launched, namespace)
     gravity = harness.collect(JointState, f"{namespace}/gravity_torques")
     mass = harness.collect(Float64MultiArray, f"{namespace}/mass_matrix")
     states = harness.publisher(JointState, f"{namespace}/joint_states")
@@ -125,7 +120,7 @@ def test_dynamics_graph_publishes_torques_from_joint_states(graph, harness, tmp_
     matrix = publish_until(publish, mass, lambda m: len(m.data) == model.nv**2, what="mass_matrix")
     np.testing.assert_allclose(np.reshape(matrix.data, (model.nv, model.nv)), rd.mass_matrix(model, q),
                                rtol=1e-9, atol=1e-12)
-    check_yaml_against_node(harness, f"{namespace}/robot_dynamics", "dynamics_node")
+    check_yaml_against_node(harness, namespace, launched[0])
     assert all(node.running() for node in nodes)
 
 
@@ -139,8 +134,8 @@ def test_simulation_graph_closes_the_computed_torque_loop(graph, harness, tmp_pa
     deep = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
     states = harness.collect(JointState, f"{namespace}/joint_states", qos=deep)
     torques = harness.collect(JointState, f"{namespace}/computed_torques", qos=deep)
-    nodes = graph(processes.simulation_graph(description_file(tmp_path, "arm7_gripper"), namespace=namespace,
-                                             workdir=tmp_path))
+    launched = graphs.simulation_graph(bundled_urdf("arm7_gripper").read_text())
+    nodes = graph(launched, namespace)
     torques.wait_for(timeout=START_TIMEOUT, what="computed_torques")
     wait_until(lambda: len(torques.messages) >= 300 and len(states.messages) >= 200, 30.0,
                "300 computed_torques and 200 joint_states (the harness may drop some when the machine is busy)")
@@ -171,6 +166,6 @@ def test_simulation_graph_closes_the_computed_torque_loop(graph, harness, tmp_pa
     in_gap = (after > 0) & (after < len(received)) & (next_received - last_received > 1.5 * period)
     assert np.all(matched | in_gap), f"computed torques stamped off the joint_states stamps: {np.array(answers)[~(matched | in_gap)]}"
     assert matched.sum() >= 100, f"only {matched.sum()} of the last 200 computed torques matched a received joint state"
-    for executable in ("dynamics_node", "simulator_node", "trajectory_publisher"):
-        check_yaml_against_node(harness, f"{namespace}/{NODE_NAMES[executable]}", executable)
+    for node in launched:
+        check_yaml_against_node(harness, namespace, node)
     assert all(node.running() for node in nodes)

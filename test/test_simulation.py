@@ -45,7 +45,7 @@ from scipy.integrate import solve_ivp
 
 import robot_dynamics as rd
 from robot_dynamics import simulation
-from robot_dynamics.benchmarks.robots import panda7_urdf
+from robot_dynamics.tools.benchmarks.robots import panda7_urdf
 from robot_dynamics.simulation import LIMIT_OMEGA_STEP, SimulationError, Simulator
 
 import robot_files as rf  # noqa: E402

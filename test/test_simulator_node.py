@@ -40,7 +40,7 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
 import robot_dynamics as rd  # noqa: E402
-from robot_dynamics.benchmarks.robots import panda7_urdf  # noqa: E402
+from robot_dynamics.tools.benchmarks.robots import panda7_urdf  # noqa: E402
 
 from ros_helpers import (  # noqa: E402
     Collector, NodeProcess, RosHarness, wait_until, write_params,

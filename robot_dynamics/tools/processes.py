@@ -1,17 +1,15 @@
-"""The node graphs of ``launch/*.launch.py``, started as plain subprocesses (no ``ros2 launch``).
+"""The node graphs of :mod:`robot_dynamics.tools.graph`, started as plain subprocesses.
 
-Used by ``robot-dynamics demo`` and by ``test/test_launch_graphs.py``, so the executables, the
-YAML files in ``config/`` and the wiring of the launch files are exercised where ``launch`` and
-``launch_ros`` are not installable (PyPI-only machines). Nothing here imports rclpy.
+Used by ``robot-dynamics demo``, the benchmarks and the tests: the same executables, YAML files and
+wiring as ``launch/*.launch.py``, where ``ros2 launch`` is not installed. Nothing here imports rclpy.
 
-- :func:`share_file` finds an installed data file (``config/dynamics.yaml``, ``urdf/...``).
 - :func:`executable` finds a console script (``dynamics_node`` ...) of this package.
-- :func:`description_params_file` writes ``robot_description`` into a ROS params file (a ``-p`` on
-  the command line breaks on long URDFs and on ``": "`` inside the XML).
+- :func:`params_file` writes parameters into a ROS 2 params file (a ``-p`` on the command line
+  breaks on long URDFs and on ``": "`` inside the XML).
 - :func:`ros_environment` is the environment of an isolated graph: localhost-only discovery and a
   private ``ROS_DOMAIN_ID``.
 - :class:`NodeProcess` starts one node and stops it (SIGINT, then SIGTERM, then SIGKILL).
-- :func:`dynamics_graph` / :func:`simulation_graph` are the command lines of the two launch files.
+- :func:`start_graph` starts a graph; :func:`stop_all` stops it.
 """
 
 import json
@@ -24,26 +22,13 @@ import sys
 import time
 from pathlib import Path
 
-from .robots import PACKAGE, share_dirs
+from ..robots import PACKAGE
 
 #: Fast DDS accepts domain ids 0-101 and 215-232; a random one in this range for private graphs.
 PRIVATE_DOMAINS = range(102 - 70, 102)
 
-#: Parameters layered over config/dynamics.yaml in the simulation graph (launch file and demo):
-#: the dynamics node closes the loop by publishing the computed torques as ``effort_command``, and
-#: models the URDF friction that the simulator applies (an exact model of the simulated robot).
-SIMULATION_DYNAMICS_OVERRIDES = {"command_source": "computed", "compensate_friction": True}
-
-
-def share_file(*parts):
-    """Path of a data file of the package, e.g. ``share_file("config", "dynamics.yaml")``."""
-    tried = []
-    for directory in share_dirs():
-        path = directory.joinpath(*parts)
-        if path.is_file():
-            return path
-        tried.append(str(path))
-    raise FileNotFoundError(f"{'/'.join(parts)} not found (looked in {', '.join(tried)})")
+#: The package's node executables (console scripts) and their modules in ``robot_dynamics.nodes``.
+NODE_EXECUTABLES = ("dynamics_node", "simulator_node", "trajectory_publisher")
 
 
 def executable(name):
@@ -65,17 +50,9 @@ def executable(name):
     found = shutil.which(name)
     if found:
         return [found]
-    module = {"dynamics_node": "dynamics_node", "simulator_node": "simulator_node",
-              "trajectory_publisher": "trajectory_publisher"}[name]
-    return [sys.executable, "-c",
-            f"import sys; from robot_dynamics.nodes.{module} import main; sys.exit(main())"]
-
-
-def description_params_file(urdf_text, path):
-    """Write ``/**: ros__parameters: robot_description: "<xml>"`` to ``path`` (JSON-quoted string)."""
-    path = Path(path)
-    path.write_text("/**:\n  ros__parameters:\n    robot_description: " + json.dumps(urdf_text) + "\n")
-    return path
+    if name not in NODE_EXECUTABLES:
+        raise FileNotFoundError(f"executable {name!r} not found (is its package installed?)")
+    return [sys.executable, "-c", f"import sys; from robot_dynamics.nodes.{name} import main; sys.exit(main())"]
 
 
 def params_file(parameters, path):
@@ -165,47 +142,21 @@ def stop_all(processes, timeout=5.0):
     return {process.name: process.stop(timeout) for process in reversed(list(processes))}
 
 
-def dynamics_graph(description_file, namespace=None, config=None, extra_parameters=None, workdir=None):
-    """[(name, argv)] of launch/dynamics.launch.py: the dynamics node with config/dynamics.yaml."""
-    config = config or share_file("config", "dynamics.yaml")
-    files = [config, description_file]
-    if extra_parameters:
-        files.append(params_file(extra_parameters, Path(workdir or Path(description_file).parent) / "dynamics_overrides.yaml"))
-    return [("dynamics_node", executable("dynamics_node") + ros_args(files, namespace))]
+def start_graph(graph, env, log_dir, namespace=None):
+    """Start every :class:`~robot_dynamics.tools.graph.NodeLaunch` of a graph; the :class:`NodeProcess` list.
 
-
-def simulation_graph(description_file, namespace=None, dynamics_parameters=None, simulator_parameters=None,
-                     trajectory_parameters=None, workdir=None):
-    """[(name, argv)] of launch/simulation.launch.py: simulator, dynamics node, trajectory publisher.
-
-    Every node gets its config/*.yaml file and the robot_description params file; the dynamics node
-    also gets :data:`SIMULATION_DYNAMICS_OVERRIDES`. ``*_parameters`` add further overrides (the
-    demo's duration, the PD-only comparison run).
+    Each node's parameter layers become ``--params-file`` arguments in order (dictionaries are
+    written to ``log_dir/<node>_<k>.yaml``); its output goes to ``log_dir/<node>.log``.
     """
-    workdir = Path(workdir or Path(description_file).parent)
-    layers = {
-        "simulator_node": (share_file("config", "simulator.yaml"), simulator_parameters or {}),
-        "dynamics_node": (share_file("config", "dynamics.yaml"),
-                          {**SIMULATION_DYNAMICS_OVERRIDES, **(dynamics_parameters or {})}),
-        "trajectory_publisher": (share_file("config", "trajectory_publisher.yaml"), trajectory_parameters or {}),
-    }
-    graph = []
-    for name, (config, overrides) in layers.items():
-        files = [config, description_file]
-        if overrides:
-            files.append(params_file(overrides, workdir / f"{name}_overrides.yaml"))
-        graph.append((name, executable(name) + ros_args(files, namespace)))
-    return graph
-
-
-def start_graph(graph, env, log_dir):
-    """Start every (name, argv) of a graph; returns the :class:`NodeProcess` list."""
     log_dir = Path(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     processes = []
     try:
-        for name, argv in graph:
-            processes.append(NodeProcess(name, argv, env, log_dir / f"{name}.log"))
+        for node in graph:
+            files = [layer if isinstance(layer, Path) else params_file(layer, log_dir / f"{node.name}_{k}.yaml")
+                     for k, layer in enumerate(node.parameters)]
+            argv = executable(node.executable) + ros_args(files, namespace, node_name=node.name)
+            processes.append(NodeProcess(node.executable, argv, env, log_dir / f"{node.executable}.log"))
     except BaseException:
         stop_all(processes)
         raise

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import processes
+from . import graph, processes
 
 DEFAULT_OUTPUT = Path("out") / "robot_dynamics_demo.png"
 STALL = 0.010  # s between two joint states (5 periods at 500 Hz): the simulator did not keep up
@@ -466,9 +466,9 @@ def _graph_died(nodes):
     return None
 
 
-def _closed_loop(recorder, label, graph, env, log_dir, duration, progress, pd_gains=None, first=True):
+def _closed_loop(recorder, label, nodes_to_start, env, log_dir, duration, progress, pd_gains=None, first=True):
     """Start the graph, wait for the loop to run, record ``duration`` seconds, stop the graph."""
-    nodes = processes.start_graph(graph, env, log_dir)
+    nodes = processes.start_graph(nodes_to_start, env, log_dir)
     run = Run(label=label, joint_names=recorder.names)
     try:
         with recorder.lock:
@@ -542,54 +542,6 @@ def _pd_gains(model, q0, kp, kd):
     return kp * inertia, kd * inertia
 
 
-def _config_value(name, key, default):
-    try:
-        import yaml
-
-        tree = yaml.safe_load(processes.share_file("config", name).read_text())["/**"]["ros__parameters"]
-        return tree.get(key, default)
-    except Exception:  # noqa: BLE001 - a missing PyYAML or file: use the default
-        return default
-
-
-def _start_pose(model):
-    """The simulator's initial positions from config/simulator.yaml, in model order (0 elsewhere)."""
-    names = _config_value("simulator.yaml", "initial_joint_names", []) or list(model.joint_names)
-    values = _config_value("simulator.yaml", "initial_positions", []) or []
-    q0 = np.zeros(model.nv)
-    for name, value in zip(names, values):
-        if name in model.joint_names:
-            q0[model.joint_names.index(name)] = value
-    return q0
-
-
-def robot_setup(model):
-    """(start pose, simulator overrides, trajectory overrides) for the demo on ``model``.
-
-    config/simulator.yaml and config/trajectory_publisher.yaml name the joints of the demo robot
-    (arm7_gripper). For another robot they are overridden: start at rest at q = 0, or at mid-range
-    for a joint whose limits leave no room around 0; the trajectory moves every joint around that
-    pose with the trajectory publisher's default amplitude and frequency.
-    """
-    names = _config_value("simulator.yaml", "initial_joint_names", [])
-    if names and all(name in model.joint_names for name in names):
-        return _start_pose(model), {}, {}
-    q0 = np.zeros(model.nv)
-    for k, (lower, upper) in enumerate(model.position_limits):
-        if math.isfinite(lower) and math.isfinite(upper):
-            margin = 0.1 * (upper - lower)
-            if not lower + margin < 0 < upper - margin:
-                q0[k] = 0.5 * (lower + upper)
-        elif math.isfinite(lower) and lower >= 0 or math.isfinite(upper) and upper <= 0:
-            q0[k] = lower + 0.5 if math.isfinite(lower) else upper - 0.5
-    joints = list(model.joint_names)
-    simulator = {"initial_joint_names": joints, "initial_positions": q0.tolist(),
-                 "initial_velocities": [0.0] * model.nv}
-    trajectory = {"home_joint_names": joints, "home_positions": q0.tolist(),
-                  "amplitude": [0.2], "frequency": [0.25], "phase": [0.0]}
-    return q0, simulator, trajectory
-
-
 def _diagnostic(run, suffix, key):
     for name, values in run.diagnostics.items():
         if name.endswith(suffix) and key in values:
@@ -636,27 +588,42 @@ def summary_lines(model, path, ct, pd, runs, warnings_):
     return lines
 
 
-def run_demo(args):
-    """Entry point of ``robot-dynamics demo``; returns the exit status."""
-    from .cli import CLIError, load_model
+def compile_kernels(progress):
+    """Compile (or load from numba's cache) the kernels here, once, before any node starts.
 
+    Every node compiles what it has not found in the cache at start-up; three nodes doing it at
+    once on a fresh install take minutes on two cores. Done here first, the nodes load the cache.
+    """
+    from robot_dynamics.warm_up import warm_up
+
+    progress.done("compiling the dynamics kernels (first run after installing only; "
+                  "about 30 s, later runs load them in about 1 s) ...")
+    started = time.monotonic()
+    warm_up()
+    progress.done(f"dynamics kernels ready in {time.monotonic() - started:.1f} s")
+
+
+def run_demo(args, model, path, load_warnings=()):
+    """``robot-dynamics demo`` on ``model`` (read from ``path``); returns the exit status.
+
+    Raises :class:`DemoError` for a bad argument, a missing dependency or a graph that does not run.
+    """
     if not args.duration > 0:
-        raise CLIError("--duration must be positive")
+        raise DemoError("--duration must be positive")
     if args.domain_id is not None and not (0 <= args.domain_id <= 101 or 215 <= args.domain_id <= 232):
-        raise CLIError(f"--domain-id {args.domain_id}: Fast DDS accepts 0-101 and 215-232")
+        raise DemoError(f"--domain-id {args.domain_id}: Fast DDS accepts 0-101 and 215-232")
     for module, extra in (("rclpy", "ros"), ("sensor_msgs", "ros"), ("trajectory_msgs", "ros"),
                           ("std_srvs", "ros")) + (() if args.no_plot else (("matplotlib", "demo"),)):
         try:
             __import__(module)
         except ImportError:
-            raise CLIError(f"the demo needs {module}, which is not installed "
-                           f"(pip install 'robot_dynamics[{extra}]')") from None
-    model, path, load_warnings = load_model(args.robot)
-    for name in ("dynamics_node", "simulator_node", "trajectory_publisher"):
+            raise DemoError(f"the demo needs {module}, which is not installed "
+                            f"(pip install 'robot_dynamics[{extra}]')") from None
+    for name in processes.NODE_EXECUTABLES:
         try:
             __import__(f"robot_dynamics.nodes.{name}")
         except ImportError as error:
-            raise CLIError(f"the demo needs the {name} executable, which cannot be imported: {error}") from None
+            raise DemoError(f"the demo needs the {name} executable, which cannot be imported: {error}") from None
 
     env = processes.ros_environment(args.domain_id)
     # this process (the recorder) joins the same private graph
@@ -666,34 +633,32 @@ def run_demo(args):
 
     workdir = Path(tempfile.mkdtemp(prefix="robot_dynamics_demo_"))
     log_dir = args.log_dir or workdir / "logs"
-    description = processes.description_params_file(path.read_text(), workdir / "robot_description.yaml")
+    urdf_text = path.read_text()
     progress = _Progress(args.quiet)
     print(f"robot_dynamics demo: {model.name} ({model.nv} coordinates) from {path}", flush=True)
     print(f"  simulator + dynamics node + trajectory publisher, ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} "
           f"(localhost only), {args.duration:g} s per run", flush=True)
 
-    kp = float(np.atleast_1d(_config_value("dynamics.yaml", "kp", [100.0]))[0])
-    kd = float(np.atleast_1d(_config_value("dynamics.yaml", "kd", [20.0]))[0])
-    q0, simulator_overrides, trajectory_overrides = robot_setup(model)
-    overrides = {"simulator_parameters": simulator_overrides, "trajectory_parameters": trajectory_overrides}
+    dynamics_config = graph.config_values(graph.config_file("dynamics.yaml"))
+    kp = float(np.atleast_1d(dynamics_config.get("kp", 100.0))[0])
+    kd = float(np.atleast_1d(dynamics_config.get("kd", 20.0))[0])
+    q0, _, _ = graph.robot_setup(model)
+    compile_kernels(progress)
     recorder = _Recorder(model)
     failed = True
     try:
         runs = [_closed_loop(
             recorder, "computed torque",
-            processes.simulation_graph(description, workdir=workdir, **overrides), env,
+            graph.simulation_graph(urdf_text), env,
             Path(log_dir) / "computed_torque",
             args.duration, progress)]
         if not args.no_pd:
             gains = _pd_gains(model, q0, kp, kd)
             runs.append(_closed_loop(
                 recorder, "PD only",
-                processes.simulation_graph(description, workdir=workdir, **overrides,
-                                           dynamics_parameters={"command_source": "none"}),
+                graph.simulation_graph(urdf_text, command_source="none"),
                 env, Path(log_dir) / "pd_only", args.duration, progress, pd_gains=gains, first=False))
         failed = False
-    except DemoError as error:
-        raise CLIError(str(error)) from None
     finally:
         recorder.close()
         if args.log_dir is None and not failed:
@@ -702,10 +667,7 @@ def run_demo(args):
             progress.done(f"node logs kept in {log_dir}")
 
     mask, unit = error_mask(model)
-    try:
-        metrics = [analyse(run, mask, unit) for run in runs]
-    except DemoError as error:
-        raise CLIError(str(error)) from None
+    metrics = [analyse(run, mask, unit) for run in runs]
     ct, pd = metrics[0], (metrics[1] if len(metrics) > 1 else None)
     for line in summary_lines(model, path, ct, pd, runs, load_warnings):
         print(line)

@@ -1,6 +1,6 @@
 """Core speed against Pinocchio, in one process: median microseconds per call and the ratio.
 
-    robot-dynamics bench core            (or: python -m robot_dynamics.benchmarks.core)
+    robot-dynamics bench core            (or: python -m robot_dynamics.tools.benchmarks.core)
 
 Ratios are the figure to quote: both libraries run in the same process on the same machine,
 so load from other processes affects both.  Pinocchio (``pin``) is a test extra.
@@ -18,7 +18,7 @@ import timeit
 import numpy as np
 
 import robot_dynamics as rd
-from robot_dynamics.benchmarks.robots import example_robot_path, panda7_urdf
+from robot_dynamics.tools.benchmarks.robots import example_robot_path, panda7_urdf
 
 BATCH = 10_000
 

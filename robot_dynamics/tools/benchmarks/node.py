@@ -18,7 +18,7 @@ a sequence number in ``header.stamp``, and records the arrival of each answer in
 latency = answer arrival - publication, lost = published - answered (after a drain). Each
 responder runs in its own process; its CPU use over the window is read from ``/proc``.
 
-Run: ``robot-dynamics bench node [--duration 10]`` or ``python -m robot_dynamics.benchmarks.node``
+Run: ``robot-dynamics bench node [--duration 10]`` or ``python -m robot_dynamics.tools.benchmarks.node``
 (:func:`main`). Needs example-robot-data for the robots. Don't run it on a busy machine.
 """
 
@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robot_dynamics.benchmarks.robots import example_robot_path, panda7_urdf
+from robot_dynamics.tools.benchmarks.robots import example_robot_path, panda7_urdf
 
 ANSWER_TOPIC = "computed_torques"
 
@@ -197,7 +197,7 @@ def run_case(node, executor, label, kind, robot, rate, duration, namespace, comm
     names = rd.load_urdf(xml).joint_names
     with tempfile.TemporaryDirectory() as tmp:
         if kind == "echo":
-            cmd = [sys.executable, "-m", "robot_dynamics.benchmarks.node", "--echo-node", "--ros-args"]
+            cmd = [sys.executable, "-m", "robot_dynamics.tools.benchmarks.node", "--echo-node", "--ros-args"]
         else:
             params = Path(tmp) / "params.yaml"
             params.write_text(

@@ -18,7 +18,7 @@ Two tables, for Panda-7 (example-robot-data's Panda, finger joints fixed) and ta
 Target (issue 4): >= 20x real time for Panda-7 in the node.
 
     robot-dynamics bench simulator [--duration 10] [--quick] [--no-node]
-    python -m robot_dynamics.benchmarks.simulator
+    python -m robot_dynamics.tools.benchmarks.simulator
 
 Needs example-robot-data; the node part needs rclpy.  Don't run it on a busy machine.
 """
@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 import robot_dynamics as rd
-from robot_dynamics.benchmarks.robots import example_robot_path, panda7_urdf
+from robot_dynamics.tools.benchmarks.robots import example_robot_path, panda7_urdf
 from robot_dynamics.simulation import Simulator
 
 DT = 1e-3
@@ -105,10 +105,10 @@ def node_run(name, urdf, pose, duration, workdir):
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
 
-    from robot_dynamics import processes
+    from robot_dynamics.tools import processes
 
     env = processes.ros_environment()
-    description = processes.description_params_file(urdf, workdir / f"{name}_description.yaml")
+    description = processes.params_file({"robot_description": urdf}, workdir / f"{name}_description.yaml")
     params = processes.params_file({
         "real_time_factor": 0.0, "integrator": "rk4", "physics_rate": 1000.0, "publish_rate": 500.0,
         "gravity": [0.0, 0.0, 0.0], "initial_positions": [float(x) for x in pose], "command_timeout": 0.0,
@@ -178,7 +178,7 @@ def node_table(duration):
 
 
 def main(argv=None):
-    """``robot-dynamics bench simulator`` / ``python -m robot_dynamics.benchmarks.simulator``."""
+    """``robot-dynamics bench simulator`` / ``python -m robot_dynamics.tools.benchmarks.simulator``."""
     parser = argparse.ArgumentParser(prog="bench_simulator", description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per node run (default 10)")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")

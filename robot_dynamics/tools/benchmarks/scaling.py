@@ -1,6 +1,6 @@
 """Cost per call against the number of joints n: the core and the cross-check formulations.
 
-    robot-dynamics bench scaling      (or: python -m robot_dynamics.benchmarks.scaling)
+    robot-dynamics bench scaling      (or: python -m robot_dynamics.tools.benchmarks.scaling)
 
 Random chains and random trees of n revolute joints (n = 2 ... 120 by default).  For each function
 the median time of one call on one state, then the exponent p of ``time ~ n^p`` fitted by least

@@ -1,0 +1,82 @@
+"""What ``launch/*.launch.py`` share: the graphs of :mod:`robot_dynamics.tools.graph` as launch_ros nodes.
+
+Imported by the launch files only (it needs ROS 2's ``launch`` and ``launch_ros``). Every check of
+a launch argument happens before the first node starts, so a bad argument ends the launch with a
+message naming it and leaves nothing running; and a node that ends (a bad parameter, a crash) ends
+the whole launch, since the other nodes of a loop cannot work without it.
+"""
+
+from pathlib import Path
+
+from launch.actions import DeclareLaunchArgument, Shutdown
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+
+from ..robots import urdf_file
+
+BOOLEAN = ("true", "false")
+
+
+class LaunchArgumentError(RuntimeError):
+    """A launch argument that cannot be used; the message names it."""
+
+
+def boolean_argument(name, default, description):
+    """A true/false launch argument (launch refuses any other value, naming the argument)."""
+    return DeclareLaunchArgument(name, default_value=default, choices=list(BOOLEAN), description=description)
+
+
+def argument(context, name):
+    """The value of launch argument ``name``."""
+    return LaunchConfiguration(name).perform(context)
+
+
+def flag(context, name):
+    """A :func:`boolean_argument` as a bool."""
+    return argument(context, name) == "true"
+
+
+def urdf_text(context, name="urdf"):
+    """The URDF text a ``urdf:=`` argument means: a file, or the name of a bundled robot."""
+    try:
+        return urdf_file(argument(context, name)).read_text()
+    except (LookupError, OSError) as error:
+        raise LaunchArgumentError(f"launch argument {name}: {error}") from None
+
+
+def params_file(context, name):
+    """The params file of launch argument ``name``; it must exist (running on defaults would hide a typo)."""
+    path = Path(argument(context, name)).expanduser()
+    if not path.is_file():
+        raise LaunchArgumentError(f"launch argument {name}: no such params file {str(path)!r}")
+    return path
+
+
+def require_package(package, because):
+    """Refuse to start anything if ROS 2 package ``package`` is not installed."""
+    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+
+    try:
+        get_package_prefix(package)
+    except (PackageNotFoundError, LookupError, ValueError):
+        raise LaunchArgumentError(f"{because}, but the ROS 2 package {package!r} is not installed "
+                                  f"(apt install ros-$ROS_DISTRO-{package.replace('_', '-')})") from None
+
+
+def launch_nodes(graph, namespace):
+    """launch_ros ``Node`` actions for a graph; any node ending shuts the launch down."""
+    return [
+        Node(package=node.package, executable=node.executable, name=node.name, namespace=namespace,
+             output="screen", parameters=[_layer(layer) for layer in node.parameters],
+             on_exit=Shutdown(reason=f"{node.name} ended"))
+        for node in graph
+    ]
+
+
+def _layer(layer):
+    if isinstance(layer, Path):
+        return str(layer)
+    # a string stays a string (launch_ros would read "<robot ...>" or "1.0" as YAML otherwise)
+    return {name: ParameterValue(value, value_type=str) if isinstance(value, str) else value
+            for name, value in layer.items()}

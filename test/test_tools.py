@@ -1,0 +1,104 @@
+"""The tooling sub-package (``robot_dynamics.tools``): the node graphs described once, and the
+import boundary (the core library never imports the tooling, the nodes or rclpy)."""
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import robot_dynamics as rd
+from robot_dynamics.robots import bundled_robot_names, bundled_urdf
+from robot_dynamics.tools import graph
+
+PACKAGE = Path(rd.__file__).parent
+
+
+def test_robot_setup_uses_the_config_for_the_demo_robot_and_limits_for_others():
+    arm = rd.load_urdf(bundled_urdf("arm7_gripper"))
+    q0, simulator, trajectory = graph.robot_setup(arm)
+    np.testing.assert_allclose(q0, [0, -0.785, 0, -2.356, 0, 1.571, 0.785, 0.02])
+    assert simulator == {} and trajectory == {}
+    gantry = rd.load_urdf(bundled_urdf("cartesian_3dof"))
+    q0, simulator, trajectory = graph.robot_setup(gantry)
+    np.testing.assert_allclose(q0, [0.3, 0.2, -0.15])  # mid-range: 0 is at a limit of every axis
+    assert simulator["initial_joint_names"] == list(gantry.joint_names)
+    assert trajectory["home_positions"] == q0.tolist()
+    q0, _, _ = graph.robot_setup(rd.load_urdf(bundled_urdf("planar_2r")))
+    np.testing.assert_allclose(q0, [0, 0])
+
+
+@pytest.mark.parametrize("robot", bundled_robot_names())
+def test_simulation_graph_names_only_joints_of_its_robot(robot):
+    """The start pose and the trajectory's home pose name the robot's own joints (or come from the
+    config files, which name the demo robot's): every bundled robot's loop can run."""
+    model = rd.load_urdf(bundled_urdf(robot))
+    nodes = {node.executable: node for node in graph.simulation_graph(bundled_urdf(robot).read_text())}
+    assert list(nodes) == ["simulator_node", "dynamics_node", "trajectory_publisher"]
+
+    def merged(node):
+        values = {}
+        for layer in node.parameters:
+            values.update(graph.config_values(layer) if isinstance(layer, Path) else layer)
+        return values
+
+    simulator, trajectory = merged(nodes["simulator_node"]), merged(nodes["trajectory_publisher"])
+    assert set(simulator["initial_joint_names"]) <= set(model.joint_names)
+    assert len(simulator["initial_positions"]) == len(simulator["initial_joint_names"])
+    assert set(trajectory["home_joint_names"]) <= set(model.joint_names)
+    dynamics = merged(nodes["dynamics_node"])
+    assert dynamics["command_source"] == "computed" and dynamics["compensate_friction"] is True
+    assert all(merged(node)["robot_description"] == bundled_urdf(robot).read_text() for node in nodes.values())
+
+
+def test_simulation_graph_clock_and_command_source():
+    urdf = bundled_urdf("planar_2r").read_text()
+    simulator, dynamics, trajectory = graph.simulation_graph(urdf, use_sim_time=True, command_source="gravity")
+    assert simulator.parameters[-1]["publish_clock"] is True and simulator.parameters[-1]["use_sim_time"] is False
+    assert dynamics.parameters[-1]["use_sim_time"] is True and trajectory.parameters[-1]["use_sim_time"] is True
+    assert dynamics.parameters[-1]["command_source"] == "gravity"
+    with pytest.raises(ValueError, match="command_source 'bogus'"):
+        graph.simulation_graph(urdf, command_source="bogus")
+
+
+def test_dynamics_graph_layers_the_params_file_under_the_description(tmp_path):
+    params = tmp_path / "mine.yaml"
+    nodes = graph.dynamics_graph("<robot/>", params_file=params, robot_state_publisher=True)
+    assert [(n.package, n.executable) for n in nodes] == [("robot_dynamics", "dynamics_node"),
+                                                          ("robot_state_publisher", "robot_state_publisher")]
+    assert nodes[0].parameters == (params, {"robot_description": "<robot/>", "use_sim_time": False})
+
+
+def _imports(path):
+    """Absolute names of the modules ``path`` imports (relative imports resolved)."""
+    module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    package = module.rsplit(".", 1)[0] if path.name != "__init__.py" else module
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            if node.level:
+                base = base[: len(base) - node.level + 1]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module
+            names.add(prefix)
+            names.update(f"{prefix}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_the_core_never_imports_the_tooling_the_nodes_or_rclpy():
+    core = [path for path in PACKAGE.glob("*.py") if path.name != "cli.py"]
+    assert len(core) > 5
+    for path in core:
+        bad = sorted(name for name in _imports(path)
+                     if name.startswith(("robot_dynamics.tools", "robot_dynamics.nodes", "robot_dynamics.cli", "rclpy")))
+        assert not bad, f"{path.name} imports {bad}"
+
+
+def test_the_tooling_never_imports_the_command_line():
+    for path in (PACKAGE / "tools").rglob("*.py"):
+        bad = sorted(name for name in _imports(path) if name.startswith("robot_dynamics.cli"))
+        assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
