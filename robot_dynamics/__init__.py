@@ -6,6 +6,7 @@ acceleration (default ``(0, 0, -9.81)``) and the holding torque is ``+gravity_to
 """
 
 from . import examples
+from .elastic import elastic_energy, elastic_forward_dynamics, elastic_inverse_dynamics
 from .dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
 from .formulations import (
     christoffel_coriolis_matrix, christoffel_symbols, closed_form_terms, dalembert_terms, inertia_bounds, lagrange_euler_terms,
@@ -22,5 +23,6 @@ __all__ = [
     "regressor", "inertial_parameters",
     "lagrange_euler_terms", "closed_form_terms", "christoffel_symbols", "christoffel_coriolis_matrix", "dalembert_terms",
     "inertia_bounds",
+    "elastic_forward_dynamics", "elastic_inverse_dynamics", "elastic_energy",
     "examples",
 ]

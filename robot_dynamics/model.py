@@ -102,12 +102,17 @@ class RobotModel:
     topology: np.ndarray = field(repr=False)
     bodies: np.ndarray = field(repr=False)
     frames: Mapping = field(repr=False)
+    armature: np.ndarray = None       # (nv,) reflected rotor inertia r^2 J_m, kg m^2 or kg; zeros by default
+    motor_damping: np.ndarray = None  # (nv,) reflected motor damping r^2 B_m, N m s/rad or N s/m; zeros by default
     nv: int = field(init=False)  # number of independent coordinates, len(joint_names)
 
     def __post_init__(self):
         object.__setattr__(self, "mimic_joints", MappingProxyType(dict(self.mimic_joints)))
         object.__setattr__(self, "frames", MappingProxyType(dict(self.frames)))
         object.__setattr__(self, "nv", len(self.joint_names))
+        for name in ("armature", "motor_damping"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, read_only(np.zeros(self.nv)))
         # Private writable copies for the compiled kernels: numba's fast argument check skips
         # non-writeable arrays (a measured 0.25 us on every call). Never handed out.
         object.__setattr__(self, "kernel_arrays", (np.array(self.topology), np.array(self.bodies), np.array(self.gravity)))
@@ -124,6 +129,39 @@ class RobotModel:
         if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
             raise ValueError(f"gravity must be 3 finite numbers, got {gravity!r}")
         return replace(self, gravity=read_only(gravity))
+
+    def with_armature(self, armature, motor_damping=None):
+        """The same robot with the reflected rotor inertia ``armature`` (``r^2 J_m``, Spong Ex. 6.1).
+
+        ``armature`` (and ``motor_damping``, ``r^2 B_m``, if given) is a dict by joint name (the
+        joints not named keep their value) or an ``(nv,)`` array; kg m^2 (kg for a prismatic joint).
+
+        >>> import robot_dynamics as rd
+        >>> arm = rd.load_urdf(rd.examples.TWO_LINK_URDF)
+        >>> arm.with_armature({"elbow": 0.2}).armature
+        array([0. , 0.2])
+        """
+        changes = {"armature": self._per_joint(armature, self.armature, "armature")}
+        if motor_damping is not None:
+            changes["motor_damping"] = self._per_joint(motor_damping, self.motor_damping, "motor_damping")
+        return replace(self, **changes)
+
+    def _per_joint(self, values, current, what):
+        """A read-only (nv,) array of finite, non-negative ``values`` (a dict by joint name or a sequence)."""
+        if isinstance(values, Mapping):
+            unknown = sorted(set(values) - set(self.joint_names))
+            if unknown:
+                raise ValueError(f"{what} names unknown joints {unknown}; the joints are {list(self.joint_names)}")
+            array = np.array(current, dtype=float)
+            for name, value in values.items():
+                array[self.joint_names.index(name)] = value
+        else:
+            array = np.asarray(values, dtype=float)
+            if array.shape != (self.nv,):
+                raise ValueError(f"{what} must have {self.nv} values ({', '.join(self.joint_names)}), got shape {array.shape}")
+        if not (np.all(np.isfinite(array)) and np.all(array >= 0)):
+            raise ValueError(f"{what} must be finite and non-negative, got {array.tolist()}")
+        return read_only(array)
 
     def with_payload(self, link, mass, com, inertia):
         """The same robot carrying a rigid payload fixed to ``link``.

@@ -66,6 +66,15 @@ within a few mrad of it (its position update lags one step); the other integrato
 rest.  Costs a mass matrix and a small solve per evaluation, only while a joint is beyond a
 limit.
 
+Elastic joints (``joint_stiffness=K``; Spong Ex. 6.2 for every joint, :mod:`robot_dynamics.elastic`).
+The state grows by the motor angles ``theta`` reflected to the link side and their rates; the
+links obey the equation above with ``tau_joint`` = the spring torque ``K (theta - q)`` (minus the
+links' damping and friction, plus the limits) and the rigid-body terms of the links alone (no
+rotor inertia), and the motors ``J theta_dd = sat(tau_cmd) - B_m theta_d - K (theta - q)`` with
+``J = model.armature`` (positive on every joint) and ``B_m = model.motor_damping`` (with
+``apply_damping``).  The command is the motor torque.  With rigid joints the motor damping
+adds to the joints' (``B = B_l + r^2 B_m``, Spong Ex. 6.1).  Every integrator integrates both.
+
 Viscous damping and the friction's smoothing are explicit too: the linearized friction has a
 damping ``F_c / eps``; where ``h F_c / (eps m) > 2`` (``m`` the joint's apparent inertia) the
 velocity chatters inside the ``+-eps`` band instead of settling, but the friction is bounded by
@@ -89,6 +98,7 @@ from scipy.integrate import solve_ivp
 
 from . import kinematics as _kinematics
 from .dynamics import _crba_state, _forward_state, _joint_poses, _workspace, _world_poses
+from .elastic import elastic_energy, links_only, stiffness_vector
 
 njit = numba.njit(cache=True)
 
@@ -121,6 +131,7 @@ Physics = namedtuple("Physics", [
     "damping", "friction", "friction_velocity",        # B, F_c (zeros where switched off), eps
     "lower", "upper", "omega",                         # position limits (+-inf: none or switched off), w
     "wrench_bodies", "wrench_points", "wrench_values",  # external wrenches (kinematics.wrench_arrays)
+    "stiffness", "rotor_inertia", "motor_damping",     # elastic joints: K, J, B_m (empty arrays: rigid joints)
 ])
 Physics.__doc__ = """Everything the compiled right-hand side ``a(q, qd, tau_cmd)`` reads besides the state, for one step.
 
@@ -189,11 +200,29 @@ def _limit_correction(M, q, qd, free, lower, upper, omega):
 
 
 @njit
-def _acceleration(physics, q, qd, command, workspace):
+def _acceleration(physics, x, xd, command, workspace):
+    """The state's acceleration under the saturated actuator torque ``command``; ``(acceleration, -1 or the
+    singular joint)``.  Rigid joints: ``x = q``, :func:`_link_acceleration`.  Elastic joints (module
+    docstring, "Elastic joints"): ``x = (q, theta)``, the links driven by the springs ``K (theta - q)``
+    and the motors by ``command``: ``theta_dd = J^-1 (command - B_m theta_d - K (theta - q))``."""
+    stiffness, rotor_inertia, motor_damping = physics[12], physics[13], physics[14]
+    n = stiffness.shape[0]
+    if n == 0:
+        return _link_acceleration(physics, x, xd, command, workspace)
+    spring = stiffness * (x[n:] - x[:n])
+    qdd, singular = _link_acceleration(physics, x[:n], xd[:n], spring, workspace)
+    acceleration = np.empty(2 * n)
+    acceleration[:n] = qdd
+    acceleration[n:] = (command - motor_damping * xd[n:] - spring) / rotor_inertia
+    return acceleration, singular
+
+
+@njit
+def _link_acceleration(physics, q, qd, command, workspace):
     """``a(q, qd) = M^-1 (tau_joint - h + sum_l J_l^T F_l)`` (eq. 9.89 with the forces of the module
-    docstring) for the saturated actuator torque ``command``; ``(qdd, -1 or the singular joint)``."""
+    docstring) for the joint torque ``command``; ``(qdd, -1 or the singular joint)``."""
     (topology, bodies, gravity, damping, friction, friction_velocity, lower, upper, omega,
-     wrench_bodies, wrench_points, wrench_values) = physics
+     wrench_bodies, wrench_points, wrench_values) = physics[:12]
     poses, twists, accelerations, wrenches, composite, world, M = workspace
     n = q.shape[0]
     tau = np.empty(n)
@@ -228,7 +257,7 @@ def _evaluate(physics, effort_limit, q, qd, command):
     """:func:`_acceleration` of the saturated ``command``, from Python (the adaptive integrator,
     :meth:`Simulator.acceleration`); ``(qdd, -1 or the singular joint)``."""
     applied = np.minimum(np.maximum(command, -effort_limit), effort_limit)
-    return _acceleration(physics, q, qd, applied, _new_workspace(physics[0], q.shape[0]))  # [0]: topology
+    return _acceleration(physics, q, qd, applied, _new_workspace(physics[0], physics[3].shape[0]))  # topology, damping
 
 
 # --------------------------------------------------------------------------- the integrators
@@ -292,7 +321,7 @@ def _step(method, physics, effort_limit, commands, q, qd, h, out):
         if not math.isfinite(value):
             return BAD_COMMAND
     applied = np.minimum(np.maximum(commands, -effort_limit), effort_limit)
-    workspace = _new_workspace(physics[0], q.shape[0])  # [0]: topology
+    workspace = _new_workspace(physics[0], physics[3].shape[0])  # topology, damping: one per coordinate
     if method == EULER:
         q_next, qd_next, singular = _euler(physics, applied, q, qd, h, workspace)
     elif method == SEMI_IMPLICIT_EULER:
@@ -304,7 +333,8 @@ def _step(method, physics, effort_limit, commands, q, qd, h, out):
     for i in range(q.shape[0]):
         if not (math.isfinite(q_next[i]) and math.isfinite(qd_next[i])):
             return NON_FINITE
-    out[0], out[1], out[2] = q_next, qd_next, applied[0]
+    out[0], out[1] = q_next, qd_next
+    out[2, :applied.shape[1]] = applied[0]
     return OK
 
 
@@ -335,7 +365,8 @@ class Simulator:
 
     def __init__(self, model, q=None, qd=None, *, integrator="rk4", apply_damping=False, apply_friction=False,
                  enforce_effort_limits=True, enforce_position_limits=True,
-                 friction_velocity=DEFAULT_FRICTION_VELOCITY, rtol=1e-8, atol=1e-10, t=0.0):
+                 friction_velocity=DEFAULT_FRICTION_VELOCITY, rtol=1e-8, atol=1e-10, t=0.0, joint_stiffness=None):
+        self._stiffness = None if joint_stiffness is None else stiffness_vector(model, joint_stiffness)
         self.model = model
         self.integrator = integrator
         self.apply_damping = bool(apply_damping)
@@ -357,11 +388,18 @@ class Simulator:
     def model(self, model):
         if getattr(self, "_model", None) is not None and tuple(model.joint_names) != tuple(self._model.joint_names):
             raise ValueError("a new model must have the same joints; build a new Simulator instead")
+        if self._stiffness is not None:
+            stiffness_vector(model, self._stiffness)  # a new model must keep its rotors
         self._model = model
         effort = np.asarray(model.effort_limits, dtype=float)
         # A URDF effort of 0 (a common xacro default) means "not given", not "cannot move".
         self._effort_limit = np.where(effort > 0, effort, np.inf)
         self._physics_cache = self._wrench_cache = (None, None)
+
+    @property
+    def joint_stiffness(self):
+        """``K`` of the elastic joints, N m/rad or N/m (a copy), or None: rigid joints."""
+        return None if self._stiffness is None else self._stiffness.copy()
 
     @property
     def friction_velocity(self):
@@ -398,40 +436,75 @@ class Simulator:
         return self._qd.copy()
 
     @property
+    def motor_q(self):
+        """Motor positions reflected to the link side, ``theta`` (a copy); the joints' own with rigid joints."""
+        return (self._q if self._stiffness is None else self._motor_q).copy()
+
+    @property
+    def motor_qd(self):
+        """Motor velocities reflected to the link side (a copy); the joints' own with rigid joints."""
+        return (self._qd if self._stiffness is None else self._motor_qd).copy()
+
+    @property
     def t(self):
         """Simulated time, s."""
         return self._t
 
-    def reset(self, q=None, qd=None, t=None):
-        """Set the state (zeros where ``None``); the time is kept unless ``t`` is given."""
+    def reset(self, q=None, qd=None, t=None, motor_q=None, motor_qd=None):
+        """Set the state (zeros where ``None``); the time is kept unless ``t`` is given.
+
+        Elastic joints: the motors default to the links (``motor_q = q``, ``motor_qd = qd``: the
+        springs relaxed); with rigid joints ``motor_q``/``motor_qd`` must be None.
+        """
         n = self._model.nv
         q = self._vector(np.zeros(n) if q is None else q, "q")
         qd = self._vector(np.zeros(n) if qd is None else qd, "qd")
+        if self._stiffness is None and (motor_q is not None or motor_qd is not None):
+            raise ValueError("motor_q/motor_qd need elastic joints (joint_stiffness)")
+        motor_q = self._vector(q if motor_q is None else motor_q, "motor_q")
+        motor_qd = self._vector(qd if motor_qd is None else motor_qd, "motor_qd")
         if t is not None:
             if not math.isfinite(t):
                 raise ValueError(f"t must be finite, got {t}")
             self._t = float(t)
         self._q, self._qd = q.copy(), qd.copy()
+        self._motor_q, self._motor_qd = motor_q.copy(), motor_qd.copy()
         self.applied_effort = np.zeros(n)
 
     def energy(self):
-        """Total mechanical energy ``T + V`` of the current state, J (conserved without torques and losses)."""
+        """Total mechanical energy of the current state, J (conserved without torques and losses): the links'
+        ``T + V``, and with elastic joints the motors' ``1/2 theta_d^T J theta_d`` and the springs'
+        ``1/2 (theta - q)^T K (theta - q)`` (:func:`robot_dynamics.elastic_energy`)."""
+        if self._stiffness is not None:
+            return float(elastic_energy(self._model, self._q, self._qd, self._motor_q, self._motor_qd, self._stiffness))
         return float(_kinematics.kinetic_energy(self._model, self._q, self._qd)
                      + _kinematics.potential_energy(self._model, self._q))
 
+    def _state(self):
+        """``(x, xd)`` integrated: ``(q, qd)``, or ``((q, theta), (qd, theta_d))`` with elastic joints."""
+        if self._stiffness is None:
+            return self._q, self._qd
+        return np.concatenate((self._q, self._motor_q)), np.concatenate((self._qd, self._motor_qd))
+
     # -- dynamics --------------------------------------------------------------------------------
 
-    def acceleration(self, q, qd, tau, external_wrenches=None, h=1e-3):
+    def acceleration(self, q, qd, tau, external_wrenches=None, h=1e-3, motor_q=None, motor_qd=None):
         """``a(q, qd)``: joint accelerations under the command ``tau`` (saturated here), all forces included.
 
-        ``h`` is the step that sets the position limits' stiffness.
+        ``h`` is the step that sets the position limits' stiffness.  With elastic joints the motors
+        are at ``motor_q``/``motor_qd`` (default: at the links) and the result is ``(qdd, motor_qdd)``.
         """
         physics, effort_limit = self._physics(external_wrenches, h)
-        qdd, singular = _evaluate(physics, effort_limit, self._vector(q, "q"), self._vector(qd, "qd"),
-                                  self._vector(tau, "tau"))
+        x, xd = self._vector(q, "q"), self._vector(qd, "qd")
+        if self._stiffness is not None:
+            x = np.concatenate((x, self._vector(x if motor_q is None else motor_q, "motor_q")))
+            xd = np.concatenate((xd, self._vector(xd if motor_qd is None else motor_qd, "motor_qd")))
+        acceleration, singular = _evaluate(physics, effort_limit, x, xd, self._vector(tau, "tau"))
         if singular >= 0:
             raise ValueError(self._singular(singular))
-        return qdd
+        if self._stiffness is not None:
+            return acceleration[:self._model.nv], acceleration[self._model.nv:]
+        return acceleration
 
     def _physics(self, wrenches, h):
         """``(physics, effort_limit)`` of a step of ``h`` s under ``wrenches``: the kernels' :class:`Physics`
@@ -443,12 +516,14 @@ class Simulator:
         key = (self.enforce_effort_limits, self.apply_damping, self.apply_friction, self.enforce_position_limits,
                self.friction_velocity, h)
         if self._physics_cache[0] != key:
-            model, n = self._model, self._model.nv
+            model, n, elastic = self._model, self._model.nv, self._stiffness is not None
             everywhere = np.full(n, np.inf)
             lower, upper = np.asarray(model.position_limits, dtype=float).T
+            # Rigid joints: a motor turns with its joint, its damping adds to the joint's (Spong Ex. 6.1).
+            damping = model.damping if elastic else model.damping + model.motor_damping
             physics = Physics(
-                *model.kernel_arrays,
-                damping=np.array(model.damping, dtype=float) if self.apply_damping else np.zeros(n),
+                *(links_only(model) if elastic else model).kernel_arrays,
+                damping=np.array(damping, dtype=float) if self.apply_damping else np.zeros(n),
                 friction=np.array(model.friction, dtype=float) if self.apply_friction else np.zeros(n),
                 friction_velocity=self.friction_velocity,
                 lower=lower.copy() if self.enforce_position_limits else -everywhere,
@@ -456,6 +531,10 @@ class Simulator:
                 omega=LIMIT_OMEGA_STEP / h,
                 wrench_bodies=np.zeros(0, dtype=np.int64), wrench_points=np.zeros((0, 3)),
                 wrench_values=np.zeros((1, 0, 6)),
+                stiffness=self._stiffness.copy() if elastic else np.zeros(0),
+                rotor_inertia=np.array(model.armature, dtype=float) if elastic else np.zeros(0),
+                motor_damping=(np.array(model.motor_damping, dtype=float) if self.apply_damping else np.zeros(n))
+                if elastic else np.zeros(0),
             )
             effort_limit = self._effort_limit.copy() if self.enforce_effort_limits else everywhere
             self._physics_cache = (key, (tuple(physics), effort_limit))
@@ -497,7 +576,10 @@ class Simulator:
         except np.linalg.LinAlgError as error:  # the limits' solve met a non-finite state
             raise SimulationError(f"{model.name}: the state became non-finite during the step at t = {t:.6f} s "
                                   f"({error}); the last finite state is kept") from error
-        self._q, self._qd, self.applied_effort, self._t = q, qd, applied, t + dt
+        n = model.nv
+        self._q, self._qd, self.applied_effort, self._t = q[:n], qd[:n], applied, t + dt
+        if self._stiffness is not None:
+            self._motor_q, self._motor_qd = q[n:], qd[n:]
 
     def _compiled(self, physics, effort_limit, tau, t, h):
         """``(q+, qd+, applied command)`` by the compiled step of the integrator."""
@@ -507,8 +589,9 @@ class Simulator:
             commands = np.array([self._vector(tau(t + fraction * h), "tau(t)") for fraction in instants])
         else:  # checked for finiteness in the compiled step, which costs nothing there
             commands = self._vector(tau, "tau", finite=False).reshape(1, model.nv)
-        out = np.empty((3, model.nv))
-        status = _step(method, physics, effort_limit, commands, self._q, self._qd, h, out)
+        x, xd = self._state()
+        out = np.empty((3, x.shape[0]))
+        status = _step(method, physics, effort_limit, commands, x, xd, h, out)
         if status == BAD_COMMAND:
             self._vector(commands[0], "tau")  # raises, naming the joints
             raise ValueError("tau is not finite")
@@ -518,12 +601,14 @@ class Simulator:
         if status >= 0:
             raise SimulationError(f"{model.name}: {self._singular(status)} at t = {t:.6f} s; "
                                   "the last finite state is kept")
-        return out[0], out[1], out[2]
+        return out[0], out[1], out[2, :model.nv]
 
     def _adaptive(self, physics, effort_limit, tau, t, h):
         """``(q+, qd+, applied command)`` by the error-controlled Dormand-Prince 8(5,3) method
         (``scipy.integrate.solve_ivp``, ``DOP853``) over the step."""
-        n, name = self._model.nv, self._model.name
+        name = self._model.name
+        x0, xd0 = self._state()
+        n = x0.shape[0]
         evaluations = 0
 
         def command(time):
@@ -551,7 +636,7 @@ class Simulator:
         applied = np.clip(command(t), -effort_limit, effort_limit)
         try:
             with np.errstate(all="ignore"):
-                solution = solve_ivp(f, (t, t + h), np.concatenate((self._q, self._qd)), method="DOP853",
+                solution = solve_ivp(f, (t, t + h), np.concatenate((x0, xd0)), method="DOP853",
                                      rtol=self.rtol, atol=self.atol)
         except _CommandError as error:
             raise ValueError(str(error)) from None

@@ -5,7 +5,8 @@ order their joints are declared in the URDF, so a parent always comes before its
 ``urdf_parser_py`` reads the attributes; only ``<link>``/``<joint>`` elements (and of those only
 the kinematic and inertial children) are handed to it, so transmissions, Gazebo tags, sensors
 and unknown elements can never break loading.  Its ``None``s are given the URDF defaults:
-axis (1, 0, 0), mimic multiplier 1 and offset 0, identity origins.
+axis (1, 0, 0), mimic multiplier 1 and offset 0, identity origins.  ``<transmission>``
+elements give the reflected rotor inertia and motor damping (``transmissions.py``).
 """
 
 import math
@@ -18,6 +19,7 @@ from urdf_parser_py import urdf as urdf_parser
 from urdf_parser_py.xml_reflection import core as urdf_reflection
 
 from .dynamics import mass_matrix
+from .transmissions import reflected_motor_terms
 from .model import (
     BODY_COLUMNS, INERTIAL_PARAMETERS, PRISMATIC, REVOLUTE, Frame, RobotModel,
     inertial_parameters_about_origin, move_inertial_parameters, read_only,
@@ -49,8 +51,10 @@ def load_urdf(source, mimic=True):
     ...
     robot_dynamics.urdf.URDFError: the URDF has several root links (links that are no joint's child): 'a', 'b'
     """
-    robot = _parse(_read(source))
-    return _build(robot, mimic)
+    xml = _read(source)
+    model = _build(_parse(xml), mimic)
+    armature, motor_damping = reflected_motor_terms(ET.fromstring(xml), model)
+    return model.with_armature(armature, motor_damping)
 
 
 def _read(source):

@@ -333,6 +333,10 @@ def test_clean_robots_load_without_warnings():
     for robot in rf.ERD_ROBOTS:
         if robot == "pr2":
             continue
+        if robot == "talos_left_arm":  # its file keeps the transmission of a joint it does not have
+            with pytest.warns(UserWarning, match="transmission 'arm_left_1_trans' names joint 'arm_left_1_joint'"):
+                rd.load_urdf(rf.erd_path(robot))
+            continue
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             rd.load_urdf(rf.erd_path(robot))

@@ -1,0 +1,129 @@
+"""URDF ``<transmission>`` -> reflected rotor inertia and motor damping (Spong Ex. 6.1).
+
+A motor of rotor inertia ``J_m`` and viscous damping ``B_m`` driving a joint through a gear of
+ratio ``r`` (motor angle = ``r`` x joint angle) adds ``r^2 J_m`` to the joint's diagonal of the
+mass matrix (the *armature*) and ``r^2 B_m`` to its damping: the kinetic energy
+``1/2 J_m (r qd)^2`` and the dissipated power ``B_m (r qd)^2``, seen from the joint.  The sign of
+``r`` (a reversed motor) does not matter.  Two dialects are read:
+
+ROS::
+
+    <transmission name="t1">
+      <type>transmission_interface/SimpleTransmission</type>
+      <joint name="elbow"><hardwareInterface>EffortJointInterface</hardwareInterface></joint>
+      <actuator name="m1"><mechanicalReduction>100</mechanicalReduction></actuator>
+    </transmission>
+
+Drake (``xmlns:drake="http://drake.mit.edu"`` on ``<robot>``)::
+
+    <transmission name="t1">
+      <type>transmission_interface/SimpleTransmission</type>
+      <joint name="elbow"/>
+      <actuator name="m1">
+        <drake:gear_ratio value="100"/>
+        <drake:rotor_inertia value="3.3e-5"/>
+      </actuator>
+    </transmission>
+
+``r`` is ``<drake:gear_ratio>`` where present, else ``<mechanicalReduction>`` (in ``<actuator>`` or
+directly in ``<transmission>``), else 1.  ``J_m`` is ``<drake:rotor_inertia>`` and ``B_m``
+``<drake:rotor_damping>`` (this package's addition; no other tool reads it) in either dialect;
+without them the transmission adds nothing.  On a mimic joint the motor's inertia reflects to
+the coordinate it follows times the multiplier squared.  A transmission this module cannot read
+is skipped with a warning naming it: one with a rotor but another type than SimpleTransmission,
+several joints or several actuators; one naming a joint the URDF does not have, or a fixed joint
+with a rotor; a value that is not a finite number; a negative inertia or damping.  (Without a
+rotor a transmission adds nothing, so an unread differential transmission of a real robot
+description is skipped quietly.)  A transmission never stops a URDF from loading.
+"""
+
+import math
+import warnings
+
+import numpy as np
+
+SIMPLE_TRANSMISSION = "SimpleTransmission"  # transmission_interface/… or pr2_mechanism_model/…
+
+
+class _Unreadable(ValueError):
+    """A transmission value that is not a finite number (the transmission is skipped with a warning)."""
+
+
+def _value(element, what, attribute):
+    """The number in ``element`` (its ``value`` attribute or, for ROS tags, its text)."""
+    text = element.get("value") if attribute else element.text
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise _Unreadable(f"{what} is not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise _Unreadable(f"{what} is not finite: {text!r}")
+    return value
+
+
+def _drake(element, tag, what):
+    """The value of ``<drake:tag value=…/>`` among ``element``'s children, or None."""
+    found = element.find("{*}" + tag) if element is not None else None
+    if found is None or not found.tag.startswith("{"):
+        return None
+    return _value(found, f"{what} <drake:{tag}>", attribute=True)
+
+
+def reflected_motor_terms(root, model):
+    """``(armature, motor_damping)``, ``(nv,)`` arrays ``r^2 J_m`` and ``r^2 B_m`` from the transmissions
+    in the URDF element ``root`` (see the module docstring)."""
+    armature, damping = np.zeros(model.nv), np.zeros(model.nv)
+    fixed = {joint.get("name") for joint in root.findall("joint") if joint.get("type") == "fixed"}
+    for transmission in root.findall("transmission"):
+        what = f"transmission {transmission.get('name', '(unnamed)')!r}"
+        kind = (transmission.findtext("type") or transmission.get("type") or "").strip()
+        joints, actuators = transmission.findall("joint"), transmission.findall("actuator")
+        if not kind.endswith(SIMPLE_TRANSMISSION) or len(joints) != 1 or len(actuators) > 1:
+            if _has_rotor(transmission):  # otherwise there is nothing to reflect, hence nothing lost
+                warnings.warn(f"{what} has type {kind!r}, {len(joints)} joints and {len(actuators)} actuators: only a "
+                              "SimpleTransmission of one joint by one actuator is read; its rotor is ignored", stacklevel=3)
+            continue
+        joint = joints[0].get("name")
+        actuator = actuators[0] if actuators else None
+        try:
+            rotor_inertia, rotor_damping, ratio = _motor(transmission, actuator, what)
+        except _Unreadable as error:
+            warnings.warn(f"{error}; {what} skipped", stacklevel=3)
+            continue
+        if joint in model.joint_names:
+            coordinate, multiplier = model.joint_names.index(joint), 1.0
+        elif joint in model.mimic_joints:
+            master, multiplier, _ = model.mimic_joints[joint]
+            coordinate = model.joint_names.index(master)
+        elif joint in fixed and rotor_inertia == rotor_damping == 0:
+            continue  # a motor on a welded joint, and nothing to reflect: nothing is lost
+        else:
+            state = "a fixed joint" if joint in fixed else "not a joint of the model"
+            warnings.warn(f"{what} names joint {joint!r}, which is {state}; skipped", stacklevel=3)
+            continue
+        armature[coordinate] += (multiplier * ratio) ** 2 * rotor_inertia
+        damping[coordinate] += (multiplier * ratio) ** 2 * rotor_damping
+    return armature, damping
+
+
+def _has_rotor(transmission):
+    return any(element.tag.endswith(("}rotor_inertia", "}rotor_damping")) for element in transmission.iter())
+
+
+def _motor(transmission, actuator, what):
+    """``(J_m, B_m, r)`` of a transmission's motor (zeros where not given, ``r`` = 1 if not given)."""
+    ratio = _drake(actuator, "gear_ratio", what)
+    if ratio is None:
+        reduction = actuator.find("mechanicalReduction") if actuator is not None else None
+        if reduction is None:
+            reduction = transmission.find("mechanicalReduction")
+        ratio = 1.0 if reduction is None else _value(reduction, f"{what} <mechanicalReduction>", attribute=False)
+    terms = []
+    for tag in ("rotor_inertia", "rotor_damping"):
+        value = _drake(actuator, tag, what)
+        if value is None:
+            value = _drake(transmission, tag, what)
+        if value is not None and value < 0:
+            raise _Unreadable(f"{what} <drake:{tag}> is negative ({value})")
+        terms.append(0.0 if value is None else value)
+    return terms[0], terms[1], ratio
