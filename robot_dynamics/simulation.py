@@ -131,7 +131,7 @@ Physics = namedtuple("Physics", [
     "damping", "friction", "friction_velocity",        # B, F_c (zeros where switched off), eps
     "lower", "upper", "omega",                         # position limits (+-inf: none or switched off), w
     "wrench_bodies", "wrench_points", "wrench_values",  # external wrenches (kinematics.wrench_arrays)
-    "stiffness", "rotor_inertia", "motor_damping",     # elastic joints: K, J, B_m (empty arrays: rigid joints)
+    "motors",                                          # elastic joints: rows K, J, B_m; (3, 0) for rigid joints
 ])
 Physics.__doc__ = """Everything the compiled right-hand side ``a(q, qd, tau_cmd)`` reads besides the state, for one step.
 
@@ -205,10 +205,11 @@ def _acceleration(physics, x, xd, command, workspace):
     singular joint)``.  Rigid joints: ``x = q``, :func:`_link_acceleration`.  Elastic joints (module
     docstring, "Elastic joints"): ``x = (q, theta)``, the links driven by the springs ``K (theta - q)``
     and the motors by ``command``: ``theta_dd = J^-1 (command - B_m theta_d - K (theta - q))``."""
-    stiffness, rotor_inertia, motor_damping = physics[12], physics[13], physics[14]
-    n = stiffness.shape[0]
+    motors = physics[12]
+    n = motors.shape[1]
     if n == 0:
         return _link_acceleration(physics, x, xd, command, workspace)
+    stiffness, rotor_inertia, motor_damping = motors[0], motors[1], motors[2]
     spring = stiffness * (x[n:] - x[:n])
     qdd, singular = _link_acceleration(physics, x[:n], xd[:n], spring, workspace)
     acceleration = np.empty(2 * n)
@@ -217,7 +218,7 @@ def _acceleration(physics, x, xd, command, workspace):
     return acceleration, singular
 
 
-@njit
+@numba.njit(cache=True, inline="always")  # inlined into _acceleration: the rigid path pays no extra call
 def _link_acceleration(physics, q, qd, command, workspace):
     """``a(q, qd) = M^-1 (tau_joint - h + sum_l J_l^T F_l)`` (eq. 9.89 with the forces of the module
     docstring) for the joint torque ``command``; ``(qdd, -1 or the singular joint)``."""
@@ -334,7 +335,8 @@ def _step(method, physics, effort_limit, commands, q, qd, h, out):
         if not (math.isfinite(q_next[i]) and math.isfinite(qd_next[i])):
             return NON_FINITE
     out[0], out[1] = q_next, qd_next
-    out[2, :applied.shape[1]] = applied[0]
+    for i in range(applied.shape[1]):  # the command has nv values; an elastic state 2 nv
+        out[2, i] = applied[0, i]
     return OK
 
 
@@ -531,10 +533,8 @@ class Simulator:
                 omega=LIMIT_OMEGA_STEP / h,
                 wrench_bodies=np.zeros(0, dtype=np.int64), wrench_points=np.zeros((0, 3)),
                 wrench_values=np.zeros((1, 0, 6)),
-                stiffness=self._stiffness.copy() if elastic else np.zeros(0),
-                rotor_inertia=np.array(model.armature, dtype=float) if elastic else np.zeros(0),
-                motor_damping=(np.array(model.motor_damping, dtype=float) if self.apply_damping else np.zeros(n))
-                if elastic else np.zeros(0),
+                motors=np.array([self._stiffness, model.armature, model.motor_damping if self.apply_damping else np.zeros(n)])
+                if elastic else np.zeros((3, 0)),
             )
             effort_limit = self._effort_limit.copy() if self.enforce_effort_limits else everywhere
             self._physics_cache = (key, (tuple(physics), effort_limit))
@@ -576,10 +576,10 @@ class Simulator:
         except np.linalg.LinAlgError as error:  # the limits' solve met a non-finite state
             raise SimulationError(f"{model.name}: the state became non-finite during the step at t = {t:.6f} s "
                                   f"({error}); the last finite state is kept") from error
-        n = model.nv
-        self._q, self._qd, self.applied_effort, self._t = q[:n], qd[:n], applied, t + dt
         if self._stiffness is not None:
-            self._motor_q, self._motor_qd = q[n:], qd[n:]
+            n = model.nv
+            q, qd, self._motor_q, self._motor_qd = q[:n], qd[:n], q[n:], qd[n:]
+        self._q, self._qd, self.applied_effort, self._t = q, qd, applied, t + dt
 
     def _compiled(self, physics, effort_limit, tau, t, h):
         """``(q+, qd+, applied command)`` by the compiled step of the integrator."""
@@ -589,7 +589,7 @@ class Simulator:
             commands = np.array([self._vector(tau(t + fraction * h), "tau(t)") for fraction in instants])
         else:  # checked for finiteness in the compiled step, which costs nothing there
             commands = self._vector(tau, "tau", finite=False).reshape(1, model.nv)
-        x, xd = self._state()
+        x, xd = (self._q, self._qd) if self._stiffness is None else self._state()
         out = np.empty((3, x.shape[0]))
         status = _step(method, physics, effort_limit, commands, x, xd, h, out)
         if status == BAD_COMMAND:
@@ -601,7 +601,7 @@ class Simulator:
         if status >= 0:
             raise SimulationError(f"{model.name}: {self._singular(status)} at t = {t:.6f} s; "
                                   "the last finite state is kept")
-        return out[0], out[1], out[2, :model.nv]
+        return out[0], out[1], out[2] if self._stiffness is None else out[2, :model.nv]
 
     def _adaptive(self, physics, effort_limit, tau, t, h):
         """``(q+, qd+, applied command)`` by the error-controlled Dormand-Prince 8(5,3) method
