@@ -198,6 +198,7 @@ def info(model, path, load_warnings):
             "velocity": _finite_or_none(model.velocity_limits[i]),
             "effort": _finite_or_none(model.effort_limits[i]),
             "damping": float(model.damping[i]), "friction": float(model.friction[i]),
+            "armature": float(model.armature[i]), "motor_damping": float(model.motor_damping[i]),
             "link_mass": sum(links[link][0] for link in model.link_names if carried_by[link] in moved),
             "mimicked_by": followers,
         })
@@ -268,6 +269,13 @@ def print_info(report, out):
             f"{_number(joint['link_mass'], 9)}\n"
         )
     write("(limits in rad, m, rad/s, m/s, N m, N; '-' = none; mass(kg) = links the joint moves directly)\n")
+    motors = [joint for joint in report["joints"] if joint["armature"] or joint["motor_damping"]]
+    if motors:
+        write("\nmotors reflected through their gears (URDF <transmission>): armature r^2 J_m, motor damping r^2 B_m\n")
+        for joint in motors:
+            write(f"  {joint['name']:<{name_width}}  armature {joint['armature']:.6g} "
+                  f"{'kg' if joint['type'] == 'prismatic' else 'kg m^2'}, motor damping {joint['motor_damping']:.6g} "
+                  f"{'N s/m' if joint['type'] == 'prismatic' else 'N m s/rad'}\n")
     bounds = report["inertia_bounds"]
     if bounds is None:
         write("\ninertia bounds: none (no moving joints)\n")
@@ -380,6 +388,11 @@ def build_parser():
     from .tools.demo import add_arguments
     add_arguments(demo)
 
+    elastic = commands.add_parser("demo-elastic", help="computed torque on an elastic-joint arm, with and without "
+                                  "the elastic model (in process, no ROS)")
+    from .tools.elastic_demo import add_arguments as add_elastic_arguments
+    add_elastic_arguments(elastic)
+
     bench = commands.add_parser("bench", help="run the benchmarks (core, node, simulator, scaling)")
     bench.add_argument("which", nargs="*", metavar="WHICH",
                        help="core, node, simulator, scaling or all (default all); any further options "
@@ -421,6 +434,13 @@ def _dispatch(args):
         try:
             return run_demo(args, *load_model(args.robot))
         except DemoError as error:
+            raise CLIError(str(error)) from None
+    if args.command == "demo-elastic":
+        from .tools.elastic_demo import run_demo as run_elastic_demo
+
+        try:
+            return run_elastic_demo(args, out)
+        except ValueError as error:
             raise CLIError(str(error)) from None
     if args.command == "bench":
         unknown = [name for name in args.which if name not in BENCHMARKS + ("all",)]
