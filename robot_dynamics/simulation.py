@@ -15,7 +15,8 @@ force on the joints is::
               - F_c tanh(qd / eps)              smoothed Coulomb friction, F_c = URDF <dynamics friction>
               + tau_limit(q, qd)                stiff damped one-sided limit beyond a position limit
 
-Damping, friction and the limits are each switched on or off (``apply_damping``,
+The damping and friction terms are :func:`robot_dynamics.control.friction_torque`, the law the
+dynamics node compensates.  Damping, friction and the limits are each switched on or off (``apply_damping``,
 ``apply_friction``, ``enforce_position_limits``, ``enforce_effort_limits``).  The *applied
 effort* reported by :attr:`Simulator.applied_effort` (and by the node in ``joint_states``) is
 ``sat(tau_cmd)``: what the actuators deliver; damping, friction and limit torques are the
@@ -97,6 +98,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from . import kinematics as _kinematics
+from .control import friction_torque
 from .dynamics import _crba_state, _forward_state, _joint_poses, _workspace, _world_poses
 from .elastic import elastic_energy, links_only, stiffness_vector
 
@@ -229,7 +231,7 @@ def _link_acceleration(physics, q, qd, command, workspace):
     tau = np.empty(n)
     beyond = False
     for i in range(n):
-        tau[i] = command[i] - damping[i] * qd[i] - friction[i] * math.tanh(qd[i] / friction_velocity)
+        tau[i] = command[i] - friction_torque(damping[i], friction[i], friction_velocity, qd[i])
         beyond = beyond or q[i] < lower[i] or q[i] > upper[i]
     q_row, qd_row = q.reshape(1, n), qd.reshape(1, n)
     if wrench_bodies.shape[0] > 0:

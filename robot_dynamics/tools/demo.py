@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..control import joint_pd
 from . import graph, processes
 
 DEFAULT_OUTPUT = Path("out") / "robot_dynamics_demo.png"
@@ -343,7 +344,7 @@ class _Recorder:
             _, q_d, qd_d, qdd_d, received = desired
             dt = now - received
             q_target = q_d + qd_d * dt + 0.5 * qdd_d * dt * dt
-            tau = gains[0] * (q_target - q) + gains[1] * (qd_d + qdd_d * dt - qd)
+            tau = joint_pd(gains[0], gains[1], q_target - q, qd_d + qdd_d * dt - qd)
             self.command.publish(self._Float64MultiArray(data=tau.tolist()))
 
     def _on_desired(self, msg):
