@@ -51,9 +51,9 @@ setup(
     tests_require=["pytest"],
     entry_points={
         "console_scripts": [
-            "dynamics_node = robot_dynamics.nodes.dynamics_node:main",
-            "simulator_node = robot_dynamics.nodes.simulator_node:main",
-            "trajectory_publisher = robot_dynamics.nodes.trajectory_publisher:main",
+            "dynamics_node = robot_dynamics.nodes.command_line:dynamics_node",
+            "simulator_node = robot_dynamics.nodes.command_line:simulator_node",
+            "trajectory_publisher = robot_dynamics.nodes.command_line:trajectory_publisher",
             "robot-dynamics = robot_dynamics.cli:main",
         ]
     },

@@ -35,13 +35,14 @@ def ros_env() -> dict:
 
 
 class NodeProcess(processes.NodeProcess):
-    """A node executable in its own process, started the tests' way: an optional params file, a
-    namespace and extra ROS arguments; output goes to ``log_path``."""
+    """A node executable in its own process, started the tests' way: its own arguments
+    (``extra_args``, e.g. ``--urdf``), an optional params file, a namespace and extra ROS
+    arguments; output goes to ``log_path``."""
 
     def __init__(self, name: str, log_path: Path, params_file: Path | None = None, namespace: str = "",
-                 ros_args=()):
-        argv = processes.executable(name) + processes.ros_args([params_file] if params_file else [],
-                                                               namespace or None) + list(ros_args)
+                 ros_args=(), extra_args=()):
+        argv = processes.executable(name) + list(extra_args) + processes.ros_args(
+            [params_file] if params_file else [], namespace or None) + list(ros_args)
         super().__init__(name, argv, ros_env(), log_path)
 
     def log(self) -> str:

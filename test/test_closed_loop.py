@@ -215,7 +215,7 @@ def loop(tmp_path_factory):
     finally:
         codes = loop.close()
         for name, code in codes.items():
-            assert code in (0, -2, 130), f"{name} exited with {code}:\n{loop.processes[name].log()}"
+            assert code == 0, f"{name} exited with {code}:\n{loop.processes[name].log()}"
 
 
 @pytest.fixture

@@ -701,7 +701,7 @@ def two_link_rig(harness, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("topic")
     description = harness.publisher(String, "/arm/robot_description", LATCHED)
     description.publish(String(data=two_link()))
-    rig = Rig(harness, tmp, "/arm", {"compensate_friction": True, "friction_smoothing": 0.05})
+    rig = Rig(harness, tmp, "/arm", {"compensate_friction": True, "friction_velocity": 0.05})
     rig.description = description
     try:
         rig.wait_ready()
@@ -737,7 +737,7 @@ def test_topic_source_hot_reload_and_bad_descriptions(two_link_rig, diagnostics)
     rig.command.wait_for(lambda m: np.allclose(m.data, tau, atol=TOL), what="effort_command = computed")
     rig.set_ok(command_source="none")
 
-    # the position error of a continuous joint is wrapped to (-pi, pi]: 2 pi - 0.1 ahead is 0.1 behind
+    # the position error of a continuous joint is wrapped to [-pi, pi): 2 pi - 0.1 ahead is 0.1 behind
     assert model.joint_types == ("continuous", "revolute")
     q_d = np.array([q[0] + 2 * np.pi - 0.1, q[1] + 0.2])
     traj = JointTrajectory(joint_names=names, points=[JointTrajectoryPoint(positions=q_d.tolist())])
@@ -884,22 +884,3 @@ def test_invalid_parameter_file_is_refused(tmp_path, params, text):
         proc.stop()
     assert code == 2, proc.log()
     assert text in proc.log() and "Traceback" not in proc.log(), proc.log()
-
-
-def test_name_list_caches_are_bounded(harness):
-    """Publishers whose joint-name lists keep changing don't grow the node's memory (in-process)."""
-    from robot_dynamics.nodes.dynamics_node import MAX_CACHED_NAME_LISTS, DynamicsNode
-
-    node = DynamicsNode(namespace="/cache_probe", context=harness.context)
-    try:
-        node._on_urdf(two_link(), "test")
-        for i in range(3 * MAX_CACHED_NAME_LISTS):
-            names = ["shoulder", "elbow", f"other{i}"]
-            node._on_desired_state(JointTrajectory(joint_names=names,
-                                                   points=[JointTrajectoryPoint(accelerations=[0.0] * 3)]))
-            node._on_joint_states(joint_state(names, [0.1, 0.2, 0.0], [0.0] * 3))
-        assert node._desired is not None and node._n_out > 0  # (the messages were used)
-        assert len(node._traj_maps) <= MAX_CACHED_NAME_LISTS + 1
-        assert len(node._maps) <= MAX_CACHED_NAME_LISTS + 1
-    finally:
-        node.destroy_node()

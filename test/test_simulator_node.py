@@ -107,7 +107,7 @@ def simulator(tmp_path_factory, harness):
         yield process, states, diagnostics
     finally:
         code = process.stop()
-        assert code in (0, -2, 130), f"simulator exited with {code}:\n{process.log()}"
+        assert code == 0, f"simulator exited with {code}:\n{process.log()}"
 
 
 class Rig:
@@ -379,57 +379,4 @@ def test_as_fast_as_possible_with_clock(harness, tmp_path):
         assert len(ticks) > 100 and ticks[0] < stamps[-1] and stamps[0] < ticks[-1]
     finally:
         code = process.stop()
-        assert code in (0, -2, 130), f"simulator exited with {code}:\n{process.log()}"
-
-
-# ------------------------------------------------------------------------------------------------
-# the pure parts of the nodes (no processes)
-# ------------------------------------------------------------------------------------------------
-
-def test_compile_plan_initial_state_and_orders():
-    from robot_dynamics.nodes.simulator_node import Settings, compile_plan
-    from robot_dynamics.robots import bundled_urdf
-
-    arm = rd.load_urdf(bundled_urdf("arm7_gripper"))  # 7 arm joints + a finger; the other finger mimics it
-    plan = compile_plan(arm, Settings(initial_joint_names=("arm7_joint4", "arm7_finger_joint1"),
-                                      initial_positions=(-1.5, 0.01), initial_velocities=(0.2, 0.0)))
-    index = {n: i for i, n in enumerate(arm.joint_names)}
-    assert plan.q0[index["arm7_joint4"]] == -1.5 and plan.qd0[index["arm7_joint4"]] == 0.2
-    assert plan.q0[index["arm7_finger_joint1"]] == 0.01
-    # not named: 0, or the nearest limit when 0 is outside the range (joint 4: [-3.07, -0.07])
-    assert plan.q0[index["arm7_joint1"]] == 0.0
-    lower, upper = arm.position_limits.T
-    assert np.all((plan.q0 >= lower) & (plan.q0 <= upper))
-    plan = compile_plan(arm, Settings(joints=("arm7_joint2", "arm7_joint1")))
-    assert plan.state_names[:2] == ["arm7_joint2", "arm7_joint1"] and len(plan.state_names) == arm.nv
-    with pytest.raises(ValueError, match="mimic another joint"):
-        compile_plan(arm, Settings(joints=("arm7_finger_joint2",)))
-    with pytest.raises(ValueError, match="initial_positions has 2 values"):
-        compile_plan(arm, Settings(initial_positions=(0.0, 1.0)))
-    with pytest.raises(ValueError, match="not joints of robot"):
-        compile_plan(arm, Settings(initial_joint_names=("nope",), initial_positions=(0.0,)))
-
-
-def test_trajectory_derivatives_ramp_and_limits():
-    from robot_dynamics.nodes.trajectory_publisher import Settings, compile_trajectory
-    from robot_dynamics.robots import bundled_urdf
-
-    arm = rd.load_urdf(bundled_urdf("arm7_gripper"))
-    home = (0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02)
-    trajectory = compile_trajectory(arm, Settings(home_positions=home, amplitude=(0.3,), frequency=(0.5,),
-                                                  phase=tuple(0.4 * k for k in range(8)), ramp_time=1.0))
-    # the finger (0..0.04 m around 0.02) cannot swing 0.3: reduced to 95 % of the room, with a note
-    assert trajectory.amplitude[-1] == pytest.approx(0.019) and "arm7_finger_joint1" in trajectory.notes[0]
-    q, qd, qdd = trajectory.at(0.0)
-    np.testing.assert_allclose(q, home, atol=1e-15)
-    np.testing.assert_allclose(qd, 0.0, atol=1e-15)
-    h = 1e-6
-    for t in (0.3, 0.999, 1.5, 7.0):  # on the ramp, across its end, after it
-        q, qd, qdd = trajectory.at(t)
-        np.testing.assert_allclose((trajectory.at(t + h)[0] - trajectory.at(t - h)[0]) / (2 * h), qd, atol=1e-6)
-        np.testing.assert_allclose((trajectory.at(t + h)[1] - trajectory.at(t - h)[1]) / (2 * h), qdd, atol=2e-5)
-    # the ramp ends smoothly: no jump in the desired acceleration (it would kick the computed torque)
-    np.testing.assert_allclose(trajectory.at(1.0 - 1e-9)[2], trajectory.at(1.0 + 1e-9)[2], atol=1e-6)
-    np.testing.assert_allclose(trajectory.at(0.0)[2], 0.0, atol=1e-15)
-    assert np.all(np.abs(np.array([trajectory.at(t)[0] for t in np.linspace(0, 20, 400)]) - home)
-                  <= np.abs(trajectory.amplitude) + 1e-12)
+        assert code == 0, f"simulator exited with {code}:\n{process.log()}"

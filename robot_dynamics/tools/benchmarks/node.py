@@ -53,7 +53,7 @@ def echo_node_class():
     from rclpy.node import Node
     from sensor_msgs.msg import JointState
 
-    from robot_dynamics.nodes.common import as_float_array
+    from robot_dynamics.nodes.converters import as_float_array
     from robot_dynamics.nodes.dynamics_node import JOINT_STATES_QOS, OUTPUT_QOS
 
     class EchoNode(Node):
@@ -297,7 +297,7 @@ def main(argv=None) -> int:
     parser.add_argument("--echo-node", action="store_true", help=argparse.SUPPRESS)
     args, ros_args = parser.parse_known_args(argv)
     if args.echo_node:  # the baseline responder, started by run_case
-        from robot_dynamics.nodes.common import run_node
+        from robot_dynamics.nodes.runner import run_node
 
         return run_node(echo_node_class(), args=["bench_echo", *ros_args])
     if ros_args:

@@ -1,0 +1,198 @@
+"""What every robot_dynamics node does, once: :class:`RobotNode`.
+
+Parameters declared from the node's :class:`~robot_dynamics.nodes.parameters.Parameter` tuple into
+a frozen ``Settings`` (a bad value ends the node at once, run-time changes are checked against the
+model); the robot model from robot_description (:class:`DescriptionSource`), parsed and compiled
+with the settings into the node's *plan*, the previous plan kept when a new description does not
+load or fit; the model's status for the log and ``/diagnostics``; problems logged with a throttle
+and kept for ``/diagnostics``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.exceptions import ParameterException
+from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+import robot_dynamics as rd
+
+from .description import DescriptionSource, steady_timer
+from .ros_parameters import declare_settings, fatal_parameter, watch_settings
+
+__all__ = ["DIAGNOSTICS_PERIOD", "RobotNode"]
+
+DIAGNOSTICS_PERIOD = 1.0  # s, steady clock
+WAITING_LOG_PERIOD = 5.0  # s, between "waiting for robot_description" lines
+LOG_THROTTLE = 2.0  # s, per kind and reason of problem
+NEVER = -(2**62)  # "last logged" of a problem never logged, ns
+#: reliable publishers match reliable and best-effort subscribers
+DIAGNOSTICS_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+_REASON = re.compile(r"[\d\[\('\"]")
+
+
+class RobotNode(Node):
+    """Base of the nodes. A subclass passes its ``parameters``, ``settings_type`` and
+    ``coerce(field, value)`` and implements:
+
+    - ``compile(base, settings)``: the plan for a parsed model, ``ValueError`` when they do not fit;
+    - ``install(plan, source, old_settings)``: take the plan over (``self._base`` is the model
+      it was compiled from, ``self._plan`` still the old plan);
+    - ``diagnostics(now_ns)`` (with ``diagnostics=True``): the node's ``DiagnosticArray``, built
+      with :meth:`diagnostic_array` and :meth:`model_status`.
+
+    It calls :meth:`start_description` last in its constructor. ``self._plan`` is ``None`` until a
+    description loads and fits.
+    """
+
+    def __init__(self, node_name: str, parameters, settings_type, coerce, *, diagnostics: bool = True, **kwargs):
+        super().__init__(node_name, **kwargs)
+        self._settings = declare_settings(self, parameters, settings_type, coerce)  # a bad file ends it here
+        self._base: rd.RobotModel | None = None  # the parsed model of the plan
+        self._plan = None
+        # the newest description that parsed but did not fit the settings; installed as soon as a
+        # parameter change makes it fit
+        self._pending_base: rd.RobotModel | None = None
+        self._pending_source = ""
+        self._model_status = (DiagnosticStatus.ERROR, "no robot model yet")
+        self._model_source = ""
+        self._problems: dict = {}  # kind -> [level, text, monotonic ns]
+        self._last_log: dict = {}  # (kind, reason) -> monotonic ns
+        self._n_rejected = 0  # messages refused since the last diagnostics
+        self._n_diagnostics = 0
+        self._description = None
+        if self.get_parameter("use_sim_time").value:
+            self.get_logger().info("use_sim_time is true: stamps follow /clock (the robot model is loaded "
+                                   "without waiting for it)")
+        watch_settings(self, parameters, lambda: self._settings, coerce, self._check_settings, self._apply_settings)
+        self._diagnostics = diagnostics
+
+    def start_description(self) -> None:
+        """Start looking for robot_description, and the diagnostics (the subclass's last step of
+        construction: the timers start counting now, after the kernels are compiled)."""
+        try:
+            self._description = DescriptionSource(self, self._on_urdf)
+        except ParameterException as exc:  # robot_description(_node) of the wrong type
+            fatal_parameter(self, exc)
+        if self._diagnostics:
+            self._pub_diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_QOS)
+            steady_timer(self, DIAGNOSTICS_PERIOD, self._on_diagnostics_timer)
+
+    # --- the model -------------------------------------------------------------------------------
+    def _on_urdf(self, xml: str, source: str) -> None:
+        keep = f"; keeping the previous model {self._base.name!r}" if self._plan is not None else ""
+        level = DiagnosticStatus.WARN if keep else DiagnosticStatus.ERROR
+        try:
+            base = rd.load_urdf(xml)
+        except Exception as exc:  # noqa: BLE001 - whatever the parser says, the node stays up
+            self.set_model_status(level, f"robot_description from {source} failed to load: {exc}{keep}")
+            return
+        try:
+            plan = self.compile(base, self._settings)
+        except ValueError as exc:
+            self._pending_base, self._pending_source = base, source
+            if self._plan is None:
+                self._model_source = source
+            self.set_model_status(level, f"robot {base.name!r} from {source} does not fit the parameters: {exc}{keep}")
+            return
+        self._take(base, plan, source, self._settings)
+
+    def _take(self, base, plan, source: str, old_settings) -> None:
+        if base is not self._base:
+            self._pending_base = None
+            self._model_source = source
+        self._base = base
+        self.install(plan, source, old_settings)
+        self._plan = plan
+
+    def _fit(self, settings):
+        """``(base, plan, source)`` for ``settings`` on the pending description if it now fits, else
+        on the current model; ValueError (the current model's reason) when neither fits."""
+        if self._pending_base is not None:
+            try:
+                return self._pending_base, self.compile(self._pending_base, settings), self._pending_source
+            except ValueError:
+                if self._plan is None:
+                    raise
+        return self._base, self.compile(self._base, settings), self._model_source
+
+    def _check_settings(self, candidate) -> None:
+        if self._plan is not None:
+            self._fit(candidate)
+
+    def _apply_settings(self, candidate) -> None:
+        old, self._settings = self._settings, candidate
+        if self._plan is None and self._pending_base is None:
+            return
+        try:
+            base, plan, source = self._fit(candidate)
+        except ValueError as exc:  # only possible while no plan is active (validated otherwise)
+            self.set_model_status(DiagnosticStatus.ERROR, f"robot {self._pending_base.name!r} loaded, but {exc}")
+            return
+        self._take(base, plan, source, old)
+
+    def set_model_status(self, level, text: str) -> None:
+        """The model's status for ``/diagnostics``, logged now."""
+        self._model_status = (level, text)
+        (self.get_logger().error if level == DiagnosticStatus.ERROR else self.get_logger().warn)(text)
+
+    # --- problems: throttled log + diagnostics ---------------------------------------------------
+    def problem(self, kind: str, text: str, now_ns: int, level=DiagnosticStatus.ERROR, *, log: bool = False) -> None:
+        """Record a problem of ``kind`` for ``/diagnostics`` and log it, at most once per
+        ``LOG_THROTTLE`` per kind and reason (the text up to its first number, name list or value);
+        ``log``: now, whatever the throttle says."""
+        entry = self._problems.get(kind)
+        if entry is None:
+            self._problems[kind] = [level, text, now_ns]
+        else:
+            entry[0], entry[1], entry[2] = level, text, now_ns
+        key = (kind, _REASON.split(text, 1)[0])
+        if log or now_ns - self._last_log.get(key, NEVER) >= LOG_THROTTLE * 1e9:
+            self._last_log[key] = now_ns
+            (self.get_logger().error if level == DiagnosticStatus.ERROR else self.get_logger().warn)(text)
+
+    def reject(self, topic: str, text: str, now_ns: int, level=DiagnosticStatus.ERROR) -> None:
+        """A message on ``topic`` refused for the reason ``text`` (counted for ``/diagnostics``)."""
+        self._n_rejected += 1
+        self.problem(topic, f"{topic} message rejected: {text}", now_ns, level)
+
+    def recent_problems(self, now_ns: int) -> dict:
+        """The problems of the last two diagnostics periods: kind -> [level, text, ns]."""
+        return {k: v for k, v in self._problems.items() if now_ns - v[2] <= 2 * DIAGNOSTICS_PERIOD * 1e9}
+
+    # --- diagnostics -----------------------------------------------------------------------------
+    def _on_diagnostics_timer(self) -> None:
+        self._n_diagnostics += 1
+        if self._plan is None and self._n_diagnostics % int(WAITING_LOG_PERIOD / DIAGNOSTICS_PERIOD) == 1:
+            if self._pending_base is None:
+                self.get_logger().info(self._description.waiting_for())
+            else:
+                self.get_logger().warn(self._model_status[1])
+        self._pub_diagnostics.publish(self.diagnostics(time.monotonic_ns()))
+
+    def model_status(self, values=()) -> tuple:
+        """The ``("model", level, text, values)`` status: where the model comes from, or what the
+        node waits for."""
+        level, text = self._model_status
+        if (self._plan is None and self._pending_base is None and level == DiagnosticStatus.ERROR
+                and "failed" not in text):
+            text = "no robot model: " + self._description.waiting_for()
+        return ("model", level, text, [("source", self._model_source or "none"), *values])
+
+    def diagnostic_array(self, statuses) -> DiagnosticArray:
+        """A DiagnosticArray stamped with the node's clock now, of ``statuses`` given as
+        ``(suffix, level, message, values)``: each is named ``<node's fully qualified name>:
+        <suffix>``, has the robot's name as ``hardware_id``, and its ``values`` (key, value) pairs
+        become KeyValues of ``str(value)``."""
+        name = self.get_fully_qualified_name()
+        hardware_id = self._base.name if self._plan is not None else ""
+        array_msg = DiagnosticArray(status=[
+            DiagnosticStatus(level=level, name=f"{name}: {suffix}", message=message, hardware_id=hardware_id,
+                             values=[KeyValue(key=k, value=str(v)) for k, v in values])
+            for suffix, level, message, values in statuses
+        ])
+        array_msg.header.stamp = self.get_clock().now().to_msg()
+        return array_msg

@@ -1,0 +1,181 @@
+"""The command line of the node executables (no rclpy until the node starts).
+
+``dynamics_node``, ``simulator_node`` and ``trajectory_publisher`` take, before ROS's own
+``--ros-args ...``:
+
+- ``-h``/``--help``: usage, the parameters with their defaults and the topics, written from the
+  node's :class:`~robot_dynamics.nodes.parameters.Parameter` tuple; printed at once, nothing started;
+- ``--urdf FILE_OR_ROBOT``: the robot's URDF file, or a bundled robot's name
+  (:func:`robot_dynamics.robots.urdf_file`), read here and given to the node as its
+  ``robot_description`` parameter (it takes precedence over one in a params file).
+
+Then the executable says on stderr what it is doing and starts the node
+(:func:`~robot_dynamics.nodes.runner.run_node`). From :func:`main` on, SIGINT and SIGTERM end the
+process with status 0 whatever phase it is in, a second signal included: during start-up (rclpy,
+the node's construction, compiling the kernels) by ``SystemExit(0)`` at once, then as ``run_node``
+says. (Before :func:`main`, while Python imports the package, about half a second, a signal has its
+default effect.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import signal
+import sys
+import textwrap
+from dataclasses import dataclass
+
+__all__ = ["MAX_URDF_BYTES", "dynamics_node", "help_text", "main", "simulator_node", "trajectory_publisher"]
+
+MAX_URDF_BYTES = 16 * 1024 * 1024  # a URDF larger than this is refused (the biggest real ones are ~1 MB)
+#: what a start with numba's cache empty takes on 2 cores (measured: see docs/dynamics_node.md)
+COLD_COMPILE = "about 20 s"
+
+
+@dataclass(frozen=True)
+class Executable:
+    """One node executable: where its node class and its settings (plan) module are."""
+
+    name: str
+    node: str           # "module:Class"
+    plan: str           # module with PARAMETERS, TOPICS (and SERVICES)
+    node_name: str      # the default node name
+    summary: str
+    kernels: bool       # compiles the dynamics kernels at start-up
+
+
+EXECUTABLES = {e.name: e for e in (
+    Executable("dynamics_node", "robot_dynamics.nodes.dynamics_node:DynamicsNode",
+               "robot_dynamics.nodes.dynamics_plan", "robot_dynamics",
+               "Gravity, bias and computed torques and the mass matrix of the robot in robot_description, "
+               "for every joint_states message.", True),
+    Executable("simulator_node", "robot_dynamics.nodes.simulator_node:SimulatorNode",
+               "robot_dynamics.nodes.simulator_plan", "robot_dynamics_simulator",
+               "The forward dynamics of the robot in robot_description, integrated in (or faster than) real "
+               "time: effort commands in, joint_states out.", True),
+    Executable("trajectory_publisher", "robot_dynamics.nodes.trajectory_publisher:TrajectoryPublisher",
+               "robot_dynamics.nodes.trajectory_plan", "trajectory_publisher",
+               "Smooth multi-joint sinusoids around a home pose, as desired_state for the dynamics node.", False),
+)}
+
+
+def help_text(executable: Executable) -> str:
+    """The ``--help`` epilog: parameters with type and default, topics, services."""
+    from .parameters import DESCRIPTION_PARAMETERS
+
+    plan = importlib.import_module(executable.plan)
+    wrap = textwrap.TextWrapper(width=100, initial_indent=" " * 6, subsequent_indent=" " * 6)
+    lines = [f"parameters (--ros-args -p NAME:=VALUE or --params-file FILE; default node name "
+             f"{executable.node_name!r}):"]
+    for p in (*DESCRIPTION_PARAMETERS, *plan.PARAMETERS):
+        kind = p.type or ("list" if isinstance(p.default, list) else "number")
+        limits = f", {p.low:g} .. {p.high:g}" if p.low is not None else ""
+        fixed = ", read-only" if p.read_only else ""
+        lines.append(f"  {p.name} ({kind}{limits}{fixed}; default {_yaml(p.default)})")
+        lines.extend(wrap.wrap(p.description))
+    lines.append("topics (relative names follow the node's namespace):")
+    width = max(len(t[0]) for t in plan.TOPICS)
+    lines.extend(f"  {direction:<3} {topic:<{width}}  {kind}: {what}" for topic, kind, direction, what in plan.TOPICS)
+    services = getattr(plan, "SERVICES", ())
+    if services:
+        lines.append("services:")
+        lines.extend(f"  {name}  {kind}: {what}" for name, kind, what in services)
+    return "\n".join(lines)
+
+
+def _yaml(value) -> str:
+    """A default value as written in a params file."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_yaml(v) for v in value) + "]"
+    return repr(value)
+
+
+def _parser(executable: Executable) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=executable.name, usage=f"{executable.name} [-h] [--urdf FILE_OR_ROBOT] [--ros-args ...]",
+        description=textwrap.fill(executable.summary, 100), epilog=help_text(executable),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--urdf", metavar="FILE_OR_ROBOT",
+                        help="the robot: a URDF file or a bundled robot's name (e.g. arm7_gripper), given to the "
+                             "node as robot_description; without it the node looks for robot_description")
+    return parser
+
+
+def read_urdf(argument: str) -> str:
+    """The text of the URDF that ``--urdf argument`` names; ValueError saying why not."""
+    from robot_dynamics.robots import urdf_file
+
+    try:
+        path = urdf_file(argument)
+    except LookupError as exc:
+        raise ValueError(str(exc)) from None
+    size = path.stat().st_size
+    if size > MAX_URDF_BYTES:
+        raise ValueError(f"{path} has {size} bytes, more than the {MAX_URDF_BYTES} a URDF may have")
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from None
+
+
+def _stop_now(signum, _frame):
+    # a second signal while the first one's SystemExit unwinds must not interrupt the unwinding
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    raise SystemExit(0)
+
+
+def main(name: str, args=None) -> int:
+    """Run the executable ``name`` with the command-line arguments ``args`` (default
+    ``sys.argv[1:]``); the process exit status."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _stop_now)
+    executable = EXECUTABLES[name]
+    argv = list(sys.argv[1:] if args is None else args)
+    ours, ros = (argv[:argv.index("--ros-args")], argv[argv.index("--ros-args"):]) if "--ros-args" in argv \
+        else (argv, [])
+    options = _parser(executable).parse_args(ours)  # --help: prints and exits 0; a bad option: exits 2
+    overrides = []
+    if options.urdf is not None:
+        try:
+            xml = read_urdf(options.urdf)
+        except ValueError as exc:
+            print(f"{name}: --urdf: {exc}", file=sys.stderr)
+            return 2
+        overrides = [("robot_description", xml)]
+    doing = (f"loading the dynamics kernels (compiled on the first start after installing, {COLD_COMPILE} on 2 "
+             "cores; about 1 s after)" if executable.kernels else "loading ROS")
+    print(f"[{name}] starting: {doing}", file=sys.stderr, flush=True)
+
+    from rclpy.parameter import Parameter
+
+    from .runner import exit_now_if_compiling, run_node
+
+    try:
+        module, cls = executable.node.split(":")
+        node_class = getattr(importlib.import_module(module), cls)
+        return run_node(node_class, args=[name, *ros],
+                        parameter_overrides=[Parameter(n, value=v) for n, v in overrides])
+    except SystemExit as exc:
+        exit_now_if_compiling(exc.code or 0)
+        raise
+
+
+def dynamics_node(args=None) -> int:
+    """Entry point of the ``dynamics_node`` executable."""
+    return main("dynamics_node", args)
+
+
+def simulator_node(args=None) -> int:
+    """Entry point of the ``simulator_node`` executable."""
+    return main("simulator_node", args)
+
+
+def trajectory_publisher(args=None) -> int:
+    """Entry point of the ``trajectory_publisher`` executable."""
+    return main("trajectory_publisher", args)

@@ -1,0 +1,151 @@
+"""Node parameters as data (no rclpy): what every node declares, and the checks of their values.
+
+A node's parameters are a tuple of :class:`Parameter`: the one source from which the node
+declares them (:mod:`robot_dynamics.nodes.ros_parameters`) and from which its ``--help`` is
+written (:mod:`robot_dynamics.nodes.command_line`). Their values live in the node's frozen
+``Settings`` dataclass, converted and checked by the node's ``coerce_setting(field, value)``
+(``ValueError`` with the reason when invalid), built from the checks below (which the nodes' input checks use too, raising :class:`Rejected`).
+"""
+
+from __future__ import annotations
+
+import array
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+__all__ = [
+    "DESCRIPTION_PARAMETERS", "Parameter", "Rejected", "bounded_float", "duplicates", "float_list", "name_list",
+    "require_joints",
+]
+
+#: parameter types (rclpy's ParameterType names); ``None``: dynamically typed
+TYPES = ("bool", "double", "double_array", "string")
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One ROS parameter of a node.
+
+    ``field`` is its ``Settings`` field ('' for the robot_description parameters, which the
+    description source keeps). ``type`` is one of :data:`TYPES`, or ``None`` for a dynamically
+    typed parameter (numbers written 1000 or 1000.0, lists that may be empty); ``low``/``high`` a
+    floating-point range that rclpy enforces; ``read_only`` cannot change once the node runs.
+    """
+
+    name: str
+    default: object
+    description: str
+    type: str | None = None
+    low: float | None = None
+    high: float | None = None
+    read_only: bool = False
+    field: str = ""
+
+    def __post_init__(self):
+        if self.type is not None and self.type not in TYPES:
+            raise ValueError(f"parameter {self.name}: unknown type {self.type!r}")
+        if not self.field:
+            object.__setattr__(self, "field", self.name)
+
+
+#: The parameters of :class:`robot_dynamics.nodes.description.DescriptionSource` (every node).
+DESCRIPTION_PARAMETERS = (
+    Parameter("robot_description", "", "URDF XML of the robot. Highest-precedence source; when empty "
+              "the latched robot_description topic is used, then the robot_description parameter of "
+              "the node named by robot_description_node.", "string"),
+    Parameter("robot_description_node", "robot_state_publisher", "Node whose robot_description "
+              "parameter is fetched when neither the own parameter nor the robot_description topic "
+              "gives a URDF.", "string"),
+)
+
+
+# --- value checks (ValueError names the parameter and the problem) --------------------------------
+class Rejected(ValueError):
+    """An input message that a node refuses (the text says why); a rejected message changes nothing."""
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def float_list(name: str, value, size: int | None = None, *, scalar: bool = False, strict: bool = True) -> tuple:
+    """A list parameter ``name`` as a tuple of finite floats (of length ``size`` when given).
+
+    ``scalar``: a single number is taken as a list of one. ``strict``: the value must be a list,
+    tuple or ``array.array`` of ints and floats; otherwise (``strict=False``) ``None`` (how a YAML
+    ``[]`` arrives) is an empty list and any sized value but a string, bytes or bool is accepted
+    whose entries ``float()`` converts.
+
+    >>> float_list("gravity", [0, 0, -9.81], 3)
+    (0.0, 0.0, -9.81)
+    """
+    if scalar and _is_number(value):
+        value = [value]
+    if strict:
+        if not isinstance(value, (list, tuple, array.array)) or not all(_is_number(v) for v in value):
+            raise ValueError(f"{name} must be a list of numbers, got {value!r}")
+        out = tuple(float(v) for v in value)
+    else:
+        if value is None:
+            value = []
+        if isinstance(value, (str, bytes, bool)) or not hasattr(value, "__len__"):
+            raise ValueError(f"{name} must be a list of numbers, got {value!r}")
+        try:
+            out = tuple(float(v) for v in value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a list of numbers, got {value!r}") from None
+    if size is not None and len(out) != size:
+        raise ValueError(f"{name} must have {size} values, got {len(out)}")
+    if not all(math.isfinite(v) for v in out):
+        raise ValueError(f"{name} must be finite, got {list(out)}")
+    return out
+
+
+def bounded_float(name: str, value, low: float, high: float, low_open: bool = False) -> float:
+    """A number parameter ``name`` as a float in ``[low, high]`` (``(low, high]`` when ``low_open``)."""
+    if not _is_number(value):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    value = float(value)
+    if not (math.isfinite(value) and (value > low if low_open else value >= low) and value <= high):
+        bound = f"> {low:g}" if low_open else f">= {low:g}"
+        raise ValueError(f"{name} must be {bound} and <= {high:g}, got {value!r}")
+    return value
+
+
+def name_list(name: str, value) -> tuple:
+    """A list parameter ``name`` of joint names as a tuple (``None``: empty): non-empty strings,
+    no name twice (the duplicates are named, sorted)."""
+    names = tuple(value) if value is not None else ()
+    if not all(isinstance(n, str) and n for n in names):
+        raise ValueError(f"{name} must be a list of joint names, got {value!r}")
+    dup = duplicates(names)
+    if dup:
+        raise ValueError(f"{name} has duplicate names {sorted(dup)}")
+    return names
+
+
+def duplicates(names: Sequence) -> list:
+    """The names that occur more than once in ``names``, each once, in order of first occurrence.
+
+    >>> duplicates(["a", "b", "a", "c", "b", "a"])
+    ['a', 'b']
+    """
+    seen, dup = set(), []
+    for n in names:
+        if n in seen and n not in dup:
+            dup.append(n)
+        seen.add(n)
+    return dup
+
+
+def require_joints(model, names: Iterable[str], what: str) -> None:
+    """``ValueError`` unless every one of ``names`` (given by parameter ``what``) is a joint
+    (coordinate) of ``model``; the message lists the unknown names, says which of them are mimic
+    joints, and lists the model's joints."""
+    unknown = [n for n in names if n not in model.joint_names]
+    if unknown:
+        mimic = [n for n in unknown if n in model.mimic_joints]
+        hint = f" ({', '.join(mimic)} mimic another joint and are not coordinates)" if mimic else ""
+        raise ValueError(f"{what} {unknown} are not joints of robot {model.name!r}{hint}; "
+                         f"its joints: {list(model.joint_names)}")

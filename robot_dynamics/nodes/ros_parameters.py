@@ -1,0 +1,98 @@
+"""Parameter plumbing between a node's :class:`~robot_dynamics.nodes.parameters.Parameter` tuple,
+its frozen ``Settings`` dataclass and rclpy: declaration at start-up, checked changes at run time."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, NoReturn, Sequence
+
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType, SetParametersResult
+from rclpy.exceptions import ParameterException
+from rclpy.node import Node
+
+from .parameters import Parameter
+
+__all__ = ["declare_settings", "descriptor", "fatal_parameter", "watch_settings"]
+
+_TYPES = {
+    "bool": ParameterType.PARAMETER_BOOL,
+    "double": ParameterType.PARAMETER_DOUBLE,
+    "double_array": ParameterType.PARAMETER_DOUBLE_ARRAY,
+    "string": ParameterType.PARAMETER_STRING,
+}
+
+
+def descriptor(parameter: Parameter) -> ParameterDescriptor:
+    """rclpy's ParameterDescriptor of ``parameter``: statically typed when it has a type, else
+    dynamically typed; ``low``/``high`` become a floating-point range (no step) that rclpy enforces."""
+    d = ParameterDescriptor(description=parameter.description, read_only=parameter.read_only)
+    if parameter.type is None:
+        d.dynamic_typing = True
+    else:
+        d.type = _TYPES[parameter.type]
+    if parameter.low is not None:
+        d.floating_point_range = [FloatingPointRange(from_value=parameter.low, to_value=parameter.high, step=0.0)]
+    return d
+
+
+def fatal_parameter(node: Node, exc: BaseException) -> NoReturn:
+    """End the node's construction for an unusable parameter: FATAL log ``invalid parameter:
+    <exc>`` and ``SystemExit(2)`` (the exit status of the executable)."""
+    node.get_logger().fatal(f"invalid parameter: {exc}")
+    raise SystemExit(2) from None
+
+
+def declare_settings(node: Node, parameters: Sequence[Parameter], settings_type, coerce: Callable):
+    """Declare ``parameters`` (in order) and return their values as a ``settings_type``.
+
+    Each value is converted by ``coerce(field, value)``; a ``ValueError`` from it is fatal
+    (:func:`fatal_parameter`), and so is rclpy's refusal of an override (``ParameterException``: a
+    value of the wrong type or out of range): the node exits with a line naming the parameter,
+    never a traceback.
+    """
+    values = {}
+    for p in parameters:
+        try:
+            declared = node.declare_parameter(p.name, p.default, descriptor(p))
+        except (ValueError, ParameterException) as exc:
+            fatal_parameter(node, exc)
+        try:
+            values[p.field] = coerce(p.field, declared.value)
+        except ValueError as exc:
+            fatal_parameter(node, exc)
+    return settings_type(**values)
+
+
+def watch_settings(node: Node, parameters: Sequence[Parameter], current: Callable, coerce: Callable,
+                   check: Callable, apply: Callable) -> None:
+    """Run-time changes of ``parameters``, whose values live in a frozen ``Settings`` dataclass.
+
+    ``current()`` gives the node's settings now. A change is coerced into a candidate ``Settings``
+    by ``coerce(field, value)``; that or ``check(candidate)`` raising ``ValueError`` rejects the
+    change: the old value stays, and the reason goes back to the caller and to the log
+    (``parameter change rejected: ...``). Once rclpy has set an accepted change,
+    ``apply(candidate)`` takes it over.
+    """
+    fields = {p.name: p.field for p in parameters}
+
+    def candidate(params):
+        changes = {fields[p.name]: coerce(fields[p.name], p.value) for p in params if p.name in fields}
+        return dataclasses.replace(current(), **changes) if changes else None
+
+    def validate(params) -> SetParametersResult:
+        try:
+            changed = candidate(params)
+            if changed is not None:
+                check(changed)
+        except ValueError as exc:
+            node.get_logger().warn(f"parameter change rejected: {exc}")
+            return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
+
+    def take_over(params) -> None:
+        changed = candidate(params)
+        if changed is not None:
+            apply(changed)
+
+    node.add_on_set_parameters_callback(validate)
+    node.add_post_set_parameters_callback(take_over)

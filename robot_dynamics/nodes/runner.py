@@ -1,0 +1,101 @@
+"""The life of a node process, from ``rclpy.init`` to a clean exit: :func:`run_node`."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Callable, Sequence
+
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+
+from robot_dynamics.warm_up import warm_up
+
+__all__ = ["exit_now_if_compiling", "run_node", "warm_up_kernels"]
+
+COMPILER_THREAD = "robot_dynamics warm-up"
+
+
+def exit_now_if_compiling(status: int) -> None:
+    """End the process with ``status`` at once if the kernels are still being compiled (a signal
+    came during the warm-up): Python's exit would wait for the compiler thread."""
+    if any(t.name == COMPILER_THREAD and t.is_alive() for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+
+def warm_up_kernels(node: Node) -> None:
+    """Compile (or load from numba's cache) the dynamics kernels before the node's loop starts;
+    says so when that takes long (the first run after installing).
+
+    The compiler runs in a thread of its own while this (the main) thread waits: a signal handler
+    raising in the middle of LLVM's code generation would be swallowed there (it runs inside a
+    ctypes callback) and leave numba with "no compiled object yet". A process that stops meanwhile
+    ends with :func:`exit_now` (numba writes its cache files atomically)."""
+    started = time.monotonic()
+    failure = []
+
+    def compile_kernels():
+        try:
+            warm_up()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the node's thread
+            failure.append(exc)
+
+    compiler = threading.Thread(target=compile_kernels, name=COMPILER_THREAD, daemon=True)
+    compiler.start()
+    while compiler.is_alive():
+        compiler.join(0.1)  # (a short wait: signal handlers run between two)
+    if failure:
+        raise failure[0]
+    took = time.monotonic() - started
+    if took > 2.0:
+        node.get_logger().info(f"compiled the dynamics kernels in {took:.1f} s (cached for the next start)")
+
+
+def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None, **kwargs) -> int:
+    """``rclpy.init(args)`` -> ``node_class(**kwargs)`` -> EventsExecutor spun with
+    ``spin_once(timeout_sec=0.1)`` (the only way it works in the PyPI wheels) until SIGINT,
+    SIGTERM or an external shutdown; the node is destroyed and the context shut down. Returns 0.
+
+    Signals: while the node starts (loading a model, compiling kernels) the handlers of
+    :mod:`robot_dynamics.nodes.command_line` end it at once; once it spins, SIGINT and SIGTERM
+    only set a flag that the loop reads between spins (rclpy's own handlers, or Python's
+    KeyboardInterrupt, would raise inside whatever runs when the signal lands: inside a message
+    conversion the EventsExecutor turns that into a RuntimeError and the process exits with a
+    traceback), and while it shuts down they are ignored, so a second Ctrl-C cannot break the
+    clean exit.
+    """
+    from rclpy.experimental import EventsExecutor
+    from rclpy.signals import SignalHandlerOptions
+
+    with rclpy.init(args=list(args) if args is not None else None,
+                    signal_handler_options=SignalHandlerOptions.NO) as init:
+        context = init.context
+        node = None
+        executor = None
+        try:
+            node = node_class(**kwargs)
+            gc.freeze()  # start-up objects out of the collector's way: no long gen-2 pauses in the loop
+            executor = EventsExecutor(context=context)
+            executor.add_node(node)
+            stop = []
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, lambda signum, _frame: stop.append(signum))
+            while context.ok() and not stop:
+                executor.spin_once(timeout_sec=0.1)
+        except (KeyboardInterrupt, ExternalShutdownException):
+            pass
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_IGN)
+            if executor is not None:
+                executor.shutdown(timeout_sec=1.0)
+            if node is not None:
+                node.destroy_node()
+    return 0

@@ -1,0 +1,105 @@
+"""The simulator node's inputs, checked, and the commands it holds (no rclpy).
+
+:class:`Commands` keeps each joint's actuator torque command with the simulated time it arrived;
+a command older than ``command_timeout`` becomes zero torque. :func:`effort_command`,
+:func:`named_efforts` and :func:`external_wrench` check one message each and raise
+:class:`~robot_dynamics.nodes.parameters.Rejected` with the reason: a rejected message never
+reaches the state.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .parameters import Rejected, duplicates
+from .simulator_plan import Plan
+
+__all__ = ["Commands", "effort_command", "external_wrench", "named_efforts"]
+
+
+class Commands:
+    """The actuator commands of one model, model order (zero where never commanded or stale)."""
+
+    def __init__(self, nv: int):
+        self.effort = np.zeros(nv)
+        self.time = np.full(nv, -math.inf)  # simulated time of each joint's last command (-inf: never)
+        self.stale = np.isinf(self.time)  # never commanded: zero torque, nothing to warn about
+        self.next_expiry = math.inf  # simulated time at which the oldest live command goes stale
+
+    def accept(self, index: np.ndarray, efforts: np.ndarray, t: float, timeout: float) -> list:
+        """Take the commands ``efforts`` of the joints ``index`` at simulated time ``t``; the joints
+        whose commands had gone stale and are fresh again."""
+        revived = [i for i in index if self.stale[i] and np.isfinite(self.time[i])]
+        self.effort[index] = efforts
+        self.time[index] = t
+        self.stale[index] = False
+        self.schedule_expiry(timeout)
+        return revived
+
+    def schedule_expiry(self, timeout: float) -> None:
+        """Recompute :attr:`next_expiry` (inf: no command can go stale)."""
+        live = self.time[~self.stale]
+        self.next_expiry = live.min() + timeout if timeout > 0 and live.size else math.inf
+
+    def expire(self, t: float, timeout: float) -> np.ndarray:
+        """Zero the commands older than ``timeout`` at simulated time ``t``; the joints that went
+        stale now (each once per episode)."""
+        if timeout <= 0:
+            self.next_expiry = math.inf
+            return np.zeros(0, dtype=np.intp)
+        stale = (t - self.time > timeout) & ~self.stale
+        self.effort[stale] = 0.0
+        self.stale |= stale
+        self.schedule_expiry(timeout)
+        return np.flatnonzero(stale)
+
+    def stale_joints(self) -> np.ndarray:
+        """Joints commanded once whose command went stale."""
+        return np.flatnonzero(self.stale & np.isfinite(self.time))
+
+    def never_commanded(self) -> np.ndarray:
+        return np.flatnonzero(np.isinf(self.time))
+
+
+def effort_command(data, plan: Plan) -> tuple[np.ndarray, np.ndarray]:
+    """``effort_command`` data (the ``joints`` order) -> ``(model indices, efforts)``."""
+    efforts = np.asarray(data, dtype=float)
+    if efforts.shape != (len(plan.command_index),):
+        raise Rejected(f"{efforts.size} values, expected {len(plan.command_index)} "
+                       f"(one per joint of `joints`: {list(plan.command_names)})")
+    if not np.isfinite(efforts).all():
+        raise Rejected(f"non-finite effort for {[plan.command_names[i] for i in np.flatnonzero(~np.isfinite(efforts))]}")
+    return plan.command_index, efforts
+
+
+def named_efforts(names, efforts, plan: Plan) -> tuple[np.ndarray, np.ndarray]:
+    """``effort_command_named`` (names and efforts, any subset of the joints) -> ``(model indices,
+    efforts)``."""
+    names = list(names)
+    efforts = np.asarray(efforts, dtype=float)
+    if not names or efforts.shape != (len(names),):
+        raise Rejected(f"{len(names)} names and {efforts.size} efforts (need one effort per name, at least one)")
+    unknown = [n for n in names if n not in plan.index]
+    if unknown:
+        mimic = [n for n in unknown if n in plan.model.mimic_joints]
+        hint = f" ({', '.join(mimic)} mimic another joint: command the joint it follows)" if mimic else ""
+        raise Rejected(f"unknown joints {unknown}{hint}")
+    if len(set(names)) != len(names):
+        raise Rejected(f"duplicate joint names {sorted(duplicates(names))}")
+    if not np.isfinite(efforts).all():
+        raise Rejected(f"non-finite effort for {[names[i] for i in np.flatnonzero(~np.isfinite(efforts))]}")
+    return np.array([plan.index[n] for n in names], dtype=np.intp), efforts
+
+
+def external_wrench(frame_id: str, torque, force, plan: Plan) -> tuple[str, np.ndarray]:
+    """An ``external_wrench`` at the origin of link ``frame_id`` -> ``(link, [torque; force])``."""
+    link = frame_id.lstrip("/")
+    if link not in plan.model.link_names:
+        raise Rejected(f"header.frame_id {frame_id!r} is not a link of robot {plan.model.name!r} "
+                       "(the wrench acts at that link's origin)")
+    wrench = np.array([*torque, *force], dtype=float)
+    if not np.isfinite(wrench).all():
+        raise Rejected(f"non-finite wrench on {link!r}")
+    return link, wrench

@@ -1,0 +1,191 @@
+"""The simulator node's settings and plan (no rclpy).
+
+:data:`PARAMETERS` are the node's parameters, :class:`Settings` their values, :func:`coerce_setting`
+converts and checks one value; :func:`compile_plan` checks the settings against a parsed model and
+derives the orders of the command and state messages and the initial state (:class:`Plan`);
+:func:`configure` sets a :class:`~robot_dynamics.simulation.Simulator`'s switches from the settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import RobotModel
+from ..simulation import DEFAULT_FRICTION_VELOCITY, INTEGRATORS
+from .parameters import Parameter, bounded_float, float_list, name_list, require_joints
+
+__all__ = ["PARAMETERS", "SERVICES", "TOPICS", "Plan", "Settings", "coerce_setting", "compile_plan", "configure"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The node's parameter values (besides robot_description / robot_description_node)."""
+
+    gravity: tuple = (0.0, 0.0, -9.81)
+    joints: tuple = ()
+    physics_rate: float = 1000.0
+    publish_rate: float = 500.0
+    integrator: str = "rk4"
+    real_time_factor: float = 1.0
+    publish_clock: bool = False
+    initial_joint_names: tuple = ()
+    initial_positions: tuple = ()
+    initial_velocities: tuple = ()
+    apply_damping: bool = True
+    apply_friction: bool = True
+    friction_velocity: float = DEFAULT_FRICTION_VELOCITY
+    enforce_effort_limits: bool = True
+    enforce_position_limits: bool = True
+    command_timeout: float = 0.1
+
+
+_D = Settings()
+#: The node's parameters, in declaration order (numbers and lists dynamically typed: 1000 or 1000.0).
+PARAMETERS = (
+    Parameter("gravity", list(_D.gravity), "Gravitational acceleration (x, y, z) in the root link frame, "
+              "m/s^2: the physical acceleration, (0, 0, -9.81) for an upright mounting."),
+    Parameter("joints", [], "Order of effort_command's data (string list); empty = the model order. "
+              "joint_states lists these joints first, then the other joints of the model."),
+    Parameter("physics_rate", _D.physics_rate, "Integration steps per second of simulated time, Hz."),
+    Parameter("publish_rate", _D.publish_rate, "joint_states (and /clock) messages per second of simulated "
+              "time, Hz."),
+    Parameter("integrator", _D.integrator, "euler (the textbook explicit Euler) | semi_implicit_euler | rk4 "
+              "| adaptive (scipy solve_ivp DOP853, error-controlled).", "string"),
+    Parameter("real_time_factor", _D.real_time_factor, "Simulated seconds per wall-clock second: 1 = real "
+              "time, 0 = as fast as possible."),
+    Parameter("publish_clock", _D.publish_clock, "Publish /clock (simulated time from 0) and stamp everything "
+              "with it, for nodes running with use_sim_time (read-only: the time base cannot change while "
+              "running).", "bool", read_only=True),
+    Parameter("initial_joint_names", [], "Names for initial_positions / initial_velocities; empty = those "
+              "lists are in model order."),
+    Parameter("initial_positions", [], "Initial (and ~/reset) positions, rad or m; empty = 0 (clipped into "
+              "the limits)."),
+    Parameter("initial_velocities", [], "Initial (and ~/reset) velocities; empty = at rest."),
+    Parameter("apply_damping", _D.apply_damping, "Apply URDF <dynamics damping> (viscous, -damping * qd).",
+              "bool"),
+    Parameter("apply_friction", _D.apply_friction, "Apply URDF <dynamics friction> (Coulomb, smoothed: "
+              "-friction * tanh(qd / friction_velocity)).", "bool"),
+    Parameter("friction_velocity", _D.friction_velocity, "Velocity scale eps of the smoothed Coulomb "
+              "friction tanh(qd/eps), rad/s or m/s."),
+    Parameter("enforce_effort_limits", _D.enforce_effort_limits, "Saturate commands at the URDF effort "
+              "limits (joint_states.effort shows the applied value).", "bool"),
+    Parameter("enforce_position_limits", _D.enforce_position_limits, "Stiff, critically damped, one-sided "
+              "limits at the URDF position limits.", "bool"),
+    Parameter("command_timeout", _D.command_timeout, "A joint's command older than this (simulated s) "
+              "becomes zero torque (warned once); 0 = never."),
+)
+
+#: (topic, type, direction, what) for --help
+TOPICS = (
+    ("effort_command", "std_msgs/Float64MultiArray", "in", "actuator torques in the `joints` order"),
+    ("effort_command_named", "sensor_msgs/JointState", "in", "actuator torques by name (any subset)"),
+    ("external_wrench", "geometry_msgs/WrenchStamped", "in", "at the origin of link header.frame_id, "
+     "world-aligned axes"),
+    ("robot_description", "std_msgs/String", "in", "latched URDF (when the parameter is empty)"),
+    ("joint_states", "sensor_msgs/JointState", "out", "position, velocity, applied effort at publish_rate"),
+    ("/clock", "rosgraph_msgs/Clock", "out", "simulated time, with publish_clock"),
+    ("/diagnostics", "diagnostic_msgs/DiagnosticArray", "out", "model and simulation, once a second"),
+)
+SERVICES = (
+    ("~/reset", "std_srvs/Trigger", "back to the initial state"),
+    ("~/pause", "std_srvs/SetBool", "pause (true) or resume (false) the integration"),
+)
+
+
+def coerce_setting(name: str, value):
+    """Parameter value -> Settings field value; ValueError (the reason) when invalid."""
+    if name == "gravity":
+        return float_list(name, value, 3, strict=False)
+    if name in ("joints", "initial_joint_names"):
+        return name_list(name, value)
+    if name in ("initial_positions", "initial_velocities"):
+        return float_list(name, value, strict=False)
+    if name == "physics_rate":
+        return bounded_float(name, value, 1.0, 100_000.0)
+    if name == "publish_rate":
+        return bounded_float(name, value, 0.0, 100_000.0, low_open=True)
+    if name == "real_time_factor":
+        return bounded_float(name, value, 0.0, 1000.0)
+    if name == "friction_velocity":
+        return bounded_float(name, value, 1e-6, 10.0)
+    if name == "command_timeout":
+        return bounded_float(name, value, 0.0, 3600.0)
+    if name == "integrator":
+        if value not in INTEGRATORS:
+            raise ValueError(f"integrator must be one of {', '.join(INTEGRATORS)}; got {value!r}")
+        return value
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be true or false, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """The parameters applied to one parsed model: everything the node's hot path needs."""
+
+    base: RobotModel           # as parsed
+    model: RobotModel          # with the gravity setting
+    settings: Settings
+    command_index: np.ndarray  # model index of each entry of effort_command (the `joints` order)
+    command_names: tuple
+    state_index: np.ndarray    # model index of each joint_states entry
+    state_names: list          # joint_states names (one list object, reused in every message)
+    index: dict                # joint name -> model index
+    q0: np.ndarray             # the initial (and reset) state, model order
+    qd0: np.ndarray
+    notes: tuple               # warnings worth logging once (e.g. an initial position beyond a limit)
+
+
+def compile_plan(base: RobotModel, s: Settings) -> Plan:
+    """``base`` + settings -> :class:`Plan`; ``ValueError`` naming the problem otherwise.
+
+    Initial state: ``initial_positions`` / ``initial_velocities`` are parallel to
+    ``initial_joint_names`` or, when that is empty, in model order (all joints); empty lists mean
+    zeros.  A joint not named starts at rest at 0, or at the nearest position limit when 0 is
+    outside its range.
+    """
+    model = base.with_gravity(s.gravity)
+    index = {n: i for i, n in enumerate(model.joint_names)}
+    command_names = s.joints or model.joint_names
+    require_joints(model, command_names, "joints")
+    command_index = np.array([index[n] for n in command_names], dtype=np.intp)
+    rest = [i for i in range(model.nv) if i not in set(command_index.tolist())]
+    state_index = np.concatenate((command_index, np.array(rest, dtype=np.intp)))
+    state_names = [model.joint_names[i] for i in state_index]
+
+    lower, upper = model.position_limits[:, 0], model.position_limits[:, 1]
+    q0 = np.clip(np.zeros(model.nv), lower, upper)
+    qd0 = np.zeros(model.nv)
+    if s.initial_joint_names:
+        require_joints(model, s.initial_joint_names, "initial_joint_names")
+        where = np.array([index[n] for n in s.initial_joint_names], dtype=np.intp)
+        described = f"one per initial_joint_names entry ({len(where)})"
+    else:
+        where = np.arange(model.nv)
+        described = f"one per joint in model order ({model.nv}: {list(model.joint_names)})"
+    for name, target in (("initial_positions", q0), ("initial_velocities", qd0)):
+        values = getattr(s, name)
+        if not values:
+            continue
+        if len(values) != len(where):
+            raise ValueError(f"{name} has {len(values)} values; expected {described}, or none")
+        target[where] = values
+    notes = tuple(
+        f"initial position of {model.joint_names[i]} ({q0[i]:g}) is outside its limits "
+        f"[{lower[i]:g}, {upper[i]:g}]: the limit will push it back"
+        for i in np.flatnonzero((q0 < lower) | (q0 > upper))
+    )
+    return Plan(base=base, model=model, settings=s, command_index=command_index, command_names=tuple(command_names),
+                state_index=state_index, state_names=state_names, index=index, q0=q0, qd0=qd0, notes=notes)
+
+
+def configure(simulator, s: Settings) -> None:
+    """Set ``simulator``'s integrator, friction and limit switches from the settings."""
+    simulator.integrator = s.integrator
+    simulator.apply_damping = s.apply_damping
+    simulator.apply_friction = s.apply_friction
+    simulator.friction_velocity = s.friction_velocity
+    simulator.enforce_effort_limits = s.enforce_effort_limits
+    simulator.enforce_position_limits = s.enforce_position_limits

@@ -1,0 +1,163 @@
+"""The node executables' command line (robot_dynamics.nodes.command_line): ``--help`` from the
+parameter declarations, ``--urdf``, and a clean exit (status 0) on SIGINT/SIGTERM in every phase,
+the signal sent twice to the whole process group as a terminal's Ctrl-C and then ros2 launch do."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from robot_dynamics.nodes import dynamics_plan, simulator_plan, trajectory_plan
+from robot_dynamics.nodes.command_line import EXECUTABLES, help_text, read_urdf
+from robot_dynamics.nodes.parameters import DESCRIPTION_PARAMETERS
+from robot_dynamics.robots import bundled_urdf
+
+PLANS = {"dynamics_node": dynamics_plan, "simulator_node": simulator_plan, "trajectory_publisher": trajectory_plan}
+
+
+def run(argv, timeout=60.0, **kwargs):
+    from ros_helpers import ros_env
+
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=ros_env(), **kwargs)
+
+
+def executable(name):
+    from robot_dynamics.tools import processes
+
+    return processes.executable(name)
+
+
+@pytest.mark.parametrize("name", sorted(EXECUTABLES))
+def test_help_lists_every_parameter_with_its_default_and_every_topic(name):
+    result = run(executable(name) + ["--help"])
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.startswith(f"usage: {name} [-h] [--urdf FILE_OR_ROBOT] [--ros-args ...]")
+    assert "starting" not in result.stderr  # nothing started
+    plan = PLANS[name]
+    for p in (*DESCRIPTION_PARAMETERS, *plan.PARAMETERS):
+        line = next((line for line in out.splitlines() if line.startswith(f"  {p.name} (")), None)
+        assert line is not None, f"{p.name} missing from --help:\n{out}"
+        assert "default " in line
+    for topic, kind, direction, _ in plan.TOPICS:
+        assert any(line.split()[:3] == [direction, topic, kind + ":"] for line in out.splitlines()), topic
+    assert help_text(EXECUTABLES[name]) in out
+
+
+def test_help_shows_the_defaults_as_a_params_file_writes_them():
+    text = help_text(EXECUTABLES["dynamics_node"])
+    assert "  gravity (double_array; default [0.0, 0.0, -9.81])" in text
+    assert "  friction_velocity (double, 1e-06 .. 10; default 0.01)" in text
+    assert "  publish_mass_matrix (bool; default true)" in text
+    assert '  command_source (string; default "none")' in text
+    text = help_text(EXECUTABLES["simulator_node"])
+    assert "  publish_clock (bool, read-only; default false)" in text
+    assert "  ~/reset  std_srvs/Trigger" in text
+
+
+def test_urdf_option_reads_a_file_or_a_bundled_robot(tmp_path):
+    assert read_urdf("planar_2r") == bundled_urdf("planar_2r").read_text()
+    own = tmp_path / "mine.urdf"
+    own.write_text(bundled_urdf("cartesian_3dof").read_text())
+    assert read_urdf(str(own)) == own.read_text()
+    with pytest.raises(ValueError, match="no bundled robot of that name"):
+        read_urdf("no_such_robot")
+    result = run(executable("dynamics_node") + ["--urdf", str(tmp_path / "missing.urdf")])
+    assert result.returncode == 2 and "dynamics_node: --urdf: no URDF file" in result.stderr, result.stderr
+    result = run(executable("simulator_node") + ["--bogus"])
+    assert result.returncode == 2 and "unrecognized arguments: --bogus" in result.stderr, result.stderr
+
+
+def test_dynamics_node_runs_on_a_bundled_robot_with_one_option(tmp_path):
+    from ros_helpers import NodeProcess
+
+    process = NodeProcess("dynamics_node", tmp_path / "node.log", namespace="/urdf_option",
+                          extra_args=["--urdf", "planar_2r"])
+    try:
+        log = process.wait_log("loaded robot 'planar_2r' from parameter", timeout=60.0)
+        assert log.splitlines()[0].startswith("[dynamics_node] starting: loading the dynamics kernels")
+    finally:
+        code = process.stop()
+    assert code == 0, process.log()
+
+
+def _start(name, tmp_path, env_extra=None, args=()):
+    from ros_helpers import ros_env
+
+    env = ros_env()
+    env.update(env_extra or {})
+    log = open(tmp_path / f"{name}.log", "w+b")
+    proc = subprocess.Popen(executable(name) + list(args) + ["--ros-args", "-r", f"__ns:=/sig{os.getpid()}"],
+                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                            start_new_session=True)
+    return proc, log
+
+
+def _log_text(log):
+    log.flush()
+    log.seek(0)
+    return log.read().decode(errors="replace")
+
+
+def _wait_for(log, proc, text, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in _log_text(log):
+            return
+        if proc.poll() is not None:
+            break
+        time.sleep(0.02)
+    raise AssertionError(f"{text!r} not in the log:\n{_log_text(log)}")
+
+
+def _ctrl_c_twice(proc, sig):
+    """Ctrl-C in a terminal signals the whole process group; ros2 launch then signals again."""
+    os.killpg(proc.pid, sig)
+    time.sleep(0.05)
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+    try:
+        return proc.wait(20.0)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("name", sorted(EXECUTABLES))
+def test_exit_0_on_a_double_signal_while_spinning(name, sig, tmp_path):
+    proc, log = _start(name, tmp_path, args=["--urdf", "planar_2r"])
+    _wait_for(log, proc, "from parameter", 60.0)
+    code = _ctrl_c_twice(proc, sig)
+    assert code == 0, _log_text(log)
+    assert "Traceback" not in _log_text(log)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_exit_0_on_a_double_signal_while_compiling_the_kernels(sig, tmp_path):
+    # an empty numba cache: the node compiles its kernels (tens of seconds) when the signals come
+    proc, log = _start("simulator_node", tmp_path, {"NUMBA_CACHE_DIR": str(tmp_path / "numba")})
+    _wait_for(log, proc, "starting: loading the dynamics kernels", 30.0)
+    time.sleep(2.0)  # past the imports and rclpy.init, inside the compilation
+    assert proc.poll() is None and "compiled the dynamics kernels" not in _log_text(log)
+    code = _ctrl_c_twice(proc, sig)
+    assert code == 0, _log_text(log)
+    assert "Traceback" not in _log_text(log)
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.3])
+def test_exit_0_on_a_double_signal_at_start_up(delay, tmp_path):
+    # from the executable's first line on (importing rclpy, the node, rclpy.init, loading the kernels)
+    proc, log = _start("dynamics_node", tmp_path)
+    _wait_for(log, proc, "[dynamics_node] starting", 30.0)
+    time.sleep(delay)
+    code = _ctrl_c_twice(proc, signal.SIGINT)
+    assert code == 0, _log_text(log)
+    assert "Traceback" not in _log_text(log)
