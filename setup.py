@@ -48,7 +48,6 @@ setup(
         ],
     },
     zip_safe=True,
-    tests_require=["pytest"],
     entry_points={
         "console_scripts": [
             "dynamics_node = robot_dynamics.nodes.command_line:dynamics_node",

@@ -24,6 +24,7 @@ from .model import (
     BODY_COLUMNS, INERTIAL_PARAMETERS, PRISMATIC, REVOLUTE, Frame, RobotModel,
     inertial_parameters_about_origin, move_inertial_parameters, read_only,
 )
+from .robots import urdf_file
 
 SUPPORTED_JOINTS = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC, "fixed": None}
 _KEPT_LINK_ELEMENTS = {"inertial"}
@@ -36,7 +37,10 @@ class URDFError(ValueError):
 
 
 def load_urdf(source, mimic=True):
-    """Build a :class:`RobotModel` from a URDF file path or XML string.
+    """Build a :class:`RobotModel` from a URDF file path, an XML string or a bundled robot's name.
+
+    A path that is not a file is looked up among the bundled robots (``"planar_2r"``), the same
+    rule as the command line's (:func:`robot_dynamics.robots.urdf_file`).
 
     With ``mimic=True`` a ``<mimic>`` joint follows its master (``q = multiplier * q_master +
     offset``) and is not a coordinate; with ``mimic=False`` the tags are ignored and every
@@ -46,6 +50,8 @@ def load_urdf(source, mimic=True):
     >>> arm = rd.load_urdf(rd.examples.TWO_LINK_URDF)
     >>> arm.joint_names, arm.nv
     (('shoulder', 'elbow'), 2)
+    >>> rd.load_urdf("planar_2r").joint_names
+    ('theta1', 'theta2')
     >>> rd.load_urdf("<robot name='r'><link name='a'/><link name='b'/></robot>")
     Traceback (most recent call last):
     ...
@@ -59,9 +65,12 @@ def load_urdf(source, mimic=True):
 
 def _read(source):
     if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith("<")):
-        path = Path(source)
         if not str(source).strip():
             raise URDFError("the URDF is empty")
+        try:
+            path = urdf_file(source)
+        except LookupError as error:
+            raise URDFError(str(error)) from None
         try:
             return path.read_text()
         except OSError as error:

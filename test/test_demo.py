@@ -96,6 +96,30 @@ def test_short_demo_prints_the_summary_and_writes_the_plot(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.realtime
+def test_demo_from_an_empty_numba_cache(tmp_path):
+    """The first demo after installing: nothing compiled yet. The documented command (docs/cli.md),
+    with numba's cache in an empty directory (NUMBA_CACHE_DIR replaces the __pycache__ folders for
+    this process and the nodes it starts): the demo compiles the kernels once, says so, and the
+    nodes then start from that cache within the demo's start-up limit."""
+    pytest.importorskip("rclpy", reason="the demo needs ROS 2 (pip install .[ros])")
+    pytest.importorskip("matplotlib", reason="the demo needs matplotlib")
+    documented = "robot-dynamics demo --duration 2 --no-pd --robot planar_2r"
+    assert documented in (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    cache = tmp_path / "numba_cache"
+    cache.mkdir()
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+    command = _demo_command() + documented.split()[1:] + ["--domain-id", os.environ["ROS_DOMAIN_ID"]]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert "compiling the dynamics kernels" in done.stderr
+    compiled = float(re.search(r"dynamics kernels ready in ([\d.]+) s", done.stderr).group(1))
+    assert list(cache.rglob("*.nbi")), "nothing was compiled into the empty cache"
+    assert "robot_dynamics demo: summary" in done.stdout and "model        planar_2r" in done.stdout
+    assert (tmp_path / "out" / "robot_dynamics_demo.png").is_file()
+    print(f"cold compile in the demo: {compiled:.1f} s")
+
+
 def test_stamps_are_used_when_both_topics_share_a_clock():
     run = synthetic_run("ct")
     assert demo._clock_of(run) == "stamp"

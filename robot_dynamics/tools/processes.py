@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from ..robots import PACKAGE
+from .params import params_text
 
 #: Fast DDS accepts domain ids 0-101 and 215-232; a random one in this range for private graphs.
 PRIVATE_DOMAINS = range(102 - 70, 102)
@@ -57,9 +58,7 @@ def executable(name):
 
 def params_file(parameters, path):
     """Write a ``/**: ros__parameters:`` file with the given flat {name: value} parameters."""
-    lines = ["/**:", "  ros__parameters:"]
-    lines += [f"    {name}: {json.dumps(value)}" for name, value in parameters.items()]
-    Path(path).write_text("\n".join(lines) + "\n")
+    Path(path).write_text(params_text(parameters) + "\n")
     return Path(path)
 
 

@@ -1,0 +1,237 @@
+"""Every command shown in README.md and docs/*.md is run: here, or by the test named for it.
+
+The commands are read from the pages' fenced ``bash`` blocks (one command per line, ``\\``
+continuations joined, ``#`` comments dropped), the examples from their ``python`` blocks. A command
+is either
+
+- run here: the quick ones (:data:`RUN_HERE`), a block's commands in order in one shell, in a
+  directory holding ``my_robot.urdf`` (a copy of a bundled robot) and ``.venv`` (this
+  interpreter's environment), as a reader in a fresh clone would after ``./dev``; or
+- named in :data:`RUN_ELSEWHERE`, with the test that runs it (that test must exist).
+
+A page added to docs/ is held to the same rule (and must be linked from the README). Python
+examples run as scripts in that directory, unless :data:`PYTHON_ELSEWHERE` names their test.
+"""
+
+import ast
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import robot_dynamics as rd
+from robot_dynamics.robots import bundled_urdf
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
+VENV_BIN = Path(sys.executable).parent
+
+#: Commands this test runs itself: quick, self-contained (regular expressions, matched from the start).
+RUN_HERE = [
+    r"(\.venv/bin/)?robot-dynamics (?!demo|bench)",    # everything but the demo and the benchmarks
+    r"\.venv/bin/python -m robot_dynamics\.tools\.params ",
+    r"source \.venv/bin/activate$",
+]
+
+#: Commands run by another test: command -> "path[::test function]" (relative to the repository).
+RUN_ELSEWHERE = {
+    "./dev demo": "test/test_demo.py::test_demo_from_an_empty_numba_cache",
+    "./dev test": ".ci/run",
+    "./dev launch-test": "dev",  # the last part of ./dev test (see docs/testing.md), run by .ci/run
+    "robot-dynamics demo --duration 2 --no-pd --robot planar_2r": "test/test_demo.py::test_demo_from_an_empty_numba_cache",
+    ".venv/bin/dynamics_node --ros-args --params-file my_robot.yaml": "test/test_docs.py::test_your_own_robot_in_three_steps",
+    ".venv/bin/simulator_node --ros-args --params-file config/simulator.yaml --params-file my_robot.yaml":
+        "test/test_launch_graphs.py::test_simulation_graph_closes_the_computed_torque_loop",
+    # the benchmarks take minutes: their arguments' way to each benchmark is tested, and a tiny scaling run
+    "robot-dynamics bench core": "test/test_cli.py::test_bench_runs_each_benchmark_main_with_the_given_arguments",
+    "robot-dynamics bench node --duration 10": "test/test_cli.py::test_bench_runs_each_benchmark_main_with_the_given_arguments",
+    "robot-dynamics bench simulator --duration 10":
+        "test/test_cli.py::test_bench_runs_each_benchmark_main_with_the_given_arguments",
+    "OPENBLAS_NUM_THREADS=1 robot-dynamics bench scaling":
+        "test/test_cli.py::test_bench_scaling_tiny_run_prints_the_tables_and_writes_the_plot",
+    # the ROS 2 workspace route: test_colcon.py copies the checkout into src/ (for the clone) and builds it
+    "mkdir -p ~/ws/src && cd ~/ws/src": "test/test_colcon.py::test_colcon_installs_the_ros_layout",
+    "git clone <this repository> robot_dynamics": "test/test_colcon.py::test_colcon_installs_the_ros_layout",
+    "cd ~/ws": "test/test_colcon.py::test_colcon_installs_the_ros_layout",
+    "cd ~/ws/src && git clone <this repository> robot_dynamics && cd ~/ws":
+        "test/test_colcon.py::test_colcon_installs_the_ros_layout",
+    "colcon build --packages-select robot_dynamics": "test/test_colcon.py::test_colcon_installs_the_ros_layout",
+    "source install/setup.bash": "test/test_colcon.py::test_installed_dynamics_node_publishes_gravity_torques",
+    "colcon build --packages-select robot_dynamics && source install/setup.bash":
+        "test/test_colcon.py::test_installed_dynamics_node_publishes_gravity_torques",
+    # ros2 launch: test_launch.py makes the call of ros2launch that `ros2 launch` makes
+    "ros2 launch robot_dynamics dynamics.launch.py urdf:=/path/to/my_robot.urdf":
+        "test/test_launch.py::test_dynamics_launch_turns_joint_states_into_gravity_torques",
+    "ros2 launch robot_dynamics dynamics.launch.py urdf:=arm7_gripper":
+        "test/test_launch.py::test_dynamics_launch_turns_joint_states_into_gravity_torques",
+    "ros2 launch robot_dynamics dynamics.launch.py urdf:=planar_2r namespace:=arm use_sim_time:=true":
+        "test/test_launch.py::test_dynamics_launch_turns_joint_states_into_gravity_torques",
+    "ros2 launch robot_dynamics simulation.launch.py":
+        "test/test_launch.py::test_simulation_launch_closes_the_computed_torque_loop_on_every_bundled_robot",
+    "ros2 launch robot_dynamics simulation.launch.py urdf:=planar_2r":
+        "test/test_launch.py::test_simulation_launch_closes_the_computed_torque_loop_on_every_bundled_robot",
+    "ros2 launch robot_dynamics simulation.launch.py urdf:=planar_2r command_source:=gravity":
+        "test/test_launch.py::test_simulation_launch_closes_the_computed_torque_loop_on_every_bundled_robot",
+}
+
+#: Python examples run by another test: a line of the example -> "path::test function".
+PYTHON_ELSEWHERE = {
+    "rclpy.init()": "test/test_docs.py::test_your_own_robot_in_three_steps",  # needs the node of step 2
+}
+
+
+def blocks(path, language):
+    """(first line number, text) of every fenced block of ``language`` in ``path``."""
+    found, inside, start, lines = [], False, 0, []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not inside and line.strip() == f"```{language}":
+            inside, start, lines = True, number + 1, []
+        elif inside and line.strip() == "```":
+            found.append((start, "\n".join(lines) + "\n"))
+            inside = False
+        elif inside:
+            lines.append(line)
+    return found
+
+
+def commands(block):
+    """The commands of a bash block: continuation lines joined, comments dropped."""
+    joined = re.sub(r"\\\n\s*", " ", block)
+    result = []
+    for line in joined.splitlines():
+        line = re.sub(r"(^|\s+)#.*$", "", line).strip()
+        if line:
+            result.append(re.sub(r"\s+", " ", line))
+    return result
+
+
+def runs_here(command):
+    return any(re.match(pattern, command) for pattern in RUN_HERE)
+
+
+def all_commands():
+    return [(path, start, command) for path in PAGES for start, block in blocks(path, "bash")
+            for command in commands(block)]
+
+
+@pytest.fixture
+def reader_dir(tmp_path):
+    """A directory like a fresh clone after ./dev, with the reader's own robot in it."""
+    (tmp_path / "my_robot.urdf").write_text(bundled_urdf("planar_2r").read_text())
+    (tmp_path / ".venv").symlink_to(Path(sys.prefix))
+    (tmp_path / "config").symlink_to(REPO / "config")
+    return tmp_path
+
+
+def reader_env():
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(VENV_BIN), env.get("PATH", "")])
+    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    return env
+
+
+# ----------------------------------------------------------------------------------------- the rule
+
+def test_every_command_is_run_here_or_by_a_named_test():
+    missing = [f"{path.relative_to(REPO)}:{start}: {command}" for path, start, command in all_commands()
+               if command not in RUN_ELSEWHERE and not runs_here(command)]
+    assert not missing, ("commands shown in the docs that no test runs (run them in RUN_HERE, or name the "
+                         "test that runs each in RUN_ELSEWHERE of test/test_docs.py):\n" + "\n".join(missing))
+
+
+@pytest.mark.parametrize("where", sorted(set(RUN_ELSEWHERE.values()) | set(PYTHON_ELSEWHERE.values())))
+def test_the_tests_named_for_commands_exist(where):
+    path, _, function = where.partition("::")
+    assert (REPO / path).is_file(), where
+    if function:
+        assert re.search(rf"^def {re.escape(function)}\(", (REPO / path).read_text(), re.M), where
+
+
+def test_every_page_is_linked_from_the_readme_and_every_link_resolves():
+    readme = README.read_text()
+    for page in PAGES[1:]:
+        assert f"(docs/{page.name})" in readme, f"docs/{page.name} is not linked from README.md"
+    for path in PAGES:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", path.read_text()):
+            if not re.match(r"[a-z]+://", target):
+                assert (path.parent / target).exists(), f"{path.relative_to(REPO)} links to missing {target}"
+
+
+def test_readme_is_a_front_page():
+    text = README.read_text()
+    assert len(text.splitlines()) <= 250
+    for page in PAGES:
+        text = page.read_text()
+        assert not re.search(r"\bissue \d|review fix|\(issue", text, re.I), f"{page.name} reads like a development log"
+
+
+# -------------------------------------------------------------------------------- run them
+
+def _quick_blocks():
+    found = []
+    for path in PAGES:
+        for start, block in blocks(path, "bash"):
+            here = [command for command in commands(block) if command not in RUN_ELSEWHERE and runs_here(command)]
+            if here:
+                found.append(pytest.param(here, id=f"{path.name}:{start}"))
+    return found
+
+
+@pytest.mark.parametrize("block", _quick_blocks())
+def test_quick_commands_run(block, reader_dir):
+    script = "set -e\n" + "\n".join(block) + "\n"
+    done = subprocess.run(["bash", "-c", script], cwd=reader_dir, env=reader_env(), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, f"{block}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert "Traceback" not in done.stderr, done.stderr
+
+
+def _python_examples():
+    return [pytest.param(code, id=f"{path.name}:{start}") for path in PAGES for start, code in blocks(path, "python")
+            if not any(line in code for line in PYTHON_ELSEWHERE)]
+
+
+@pytest.mark.parametrize("code", _python_examples())
+def test_python_examples_run(code, reader_dir):
+    done = subprocess.run([sys.executable, "-c", code], cwd=reader_dir, env=reader_env(), capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+
+
+def test_your_own_robot_in_three_steps(reader_dir):
+    """README's three steps, as written: the params file, the node, the Python client."""
+    step2, = (commands(block) for _, block in blocks(README, "bash") if "dynamics_node" in block)
+    step3, = (code for _, code in blocks(README, "python") if "rclpy.init()" in code)
+    model = rd.load_urdf(reader_dir / "my_robot.urdf")
+    subprocess.run(["bash", "-c", step2[0]], cwd=reader_dir, env=reader_env(), check=True, timeout=60)
+    env = reader_env()
+    env["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"]
+    log = open(reader_dir / "node.log", "wb")
+    node = subprocess.Popen(["bash", "-c", f"exec {step2[1]}"], cwd=reader_dir, env=env, stdout=log,
+                            stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while b"loaded robot" not in (reader_dir / "node.log").read_bytes():
+            assert node.poll() is None and time.monotonic() < deadline, (reader_dir / "node.log").read_text()
+            time.sleep(0.1)
+        client = subprocess.run([sys.executable, "-c", step3.replace("range(30)", "range(100)")], cwd=reader_dir,
+                                env=env, capture_output=True, text=True, timeout=120)
+        assert client.returncode == 0, client.stderr
+        printed = [ast.literal_eval(line) for line in client.stdout.splitlines() if line.startswith("{")]
+        assert printed, f"no gravity torques printed:\n{client.stdout}\n{client.stderr}"
+        expected = rd.gravity_torques(model, np.full(model.nv, 0.1))
+        np.testing.assert_allclose([printed[-1][name] for name in model.joint_names], expected, rtol=1e-9)
+    finally:
+        node.send_signal(2)
+        try:
+            node.wait(10)
+        except subprocess.TimeoutExpired:
+            node.kill()
+        log.close()
+    assert node.returncode == 0, (reader_dir / "node.log").read_text()
