@@ -65,6 +65,9 @@ RUN_ELSEWHERE = {
     "source install/setup.bash": "test/test_colcon.py::test_installed_dynamics_node_publishes_gravity_torques",
     "colcon build --packages-select robot_dynamics && source install/setup.bash":
         "test/test_colcon.py::test_installed_dynamics_node_publishes_gravity_torques",
+    # motors and gears: the command needs the URDF the page shows, the demo takes a while
+    "robot-dynamics info geared_link.urdf": "test/test_motors.py::test_docs_commands_run",
+    "robot-dynamics demo-elastic --output out/robot_dynamics_elastic_demo.png": "test/test_motors.py::test_docs_commands_run",
     # ros2 launch: test_launch.py makes the call of ros2launch that `ros2 launch` makes
     "ros2 launch robot_dynamics dynamics.launch.py urdf:=/path/to/my_robot.urdf":
         "test/test_launch.py::test_dynamics_launch_turns_joint_states_into_gravity_torques",
@@ -122,10 +125,12 @@ def all_commands():
 
 @pytest.fixture
 def reader_dir(tmp_path):
-    """A directory like a fresh clone after ./dev, with the reader's own robot in it."""
+    """A directory like a fresh clone after ./dev (config/, urdf/, launch/, .venv), with the reader's
+    own robot in it."""
     (tmp_path / "my_robot.urdf").write_text(bundled_urdf("planar_2r").read_text())
     (tmp_path / ".venv").symlink_to(Path(sys.prefix))
-    (tmp_path / "config").symlink_to(REPO / "config")
+    for folder in ("config", "urdf", "launch"):
+        (tmp_path / folder).symlink_to(REPO / folder)
     return tmp_path
 
 
