@@ -35,7 +35,7 @@ VENV_BIN = Path(sys.executable).parent
 #: Commands this test runs itself: quick, self-contained (regular expressions, matched from the start).
 RUN_HERE = [
     r"(\.venv/bin/)?robot-dynamics (?!demo|bench)",    # everything but the demo and the benchmarks
-    r"\.venv/bin/python -m robot_dynamics\.tools\.params ",
+    r"(\.venv/bin/)?[a-z_]+_node --help$",
     r"source \.venv/bin/activate$",
 ]
 
@@ -45,7 +45,10 @@ RUN_ELSEWHERE = {
     "./dev test": ".ci/run",
     "./dev launch-test": "dev",  # the last part of ./dev test (see docs/testing.md), run by .ci/run
     "robot-dynamics demo --duration 2 --no-pd --robot planar_2r": "test/test_demo.py::test_demo_from_an_empty_numba_cache",
-    ".venv/bin/dynamics_node --ros-args --params-file my_robot.yaml": "test/test_docs.py::test_your_own_robot_in_three_steps",
+    ".venv/bin/dynamics_node --urdf my_robot.urdf": "test/test_docs.py::test_your_own_robot_in_three_steps",
+    ".venv/bin/dynamics_node --ros-args --params-file my_robot.yaml":
+        "test/test_dynamics_node.py::test_panda_outputs_match_core_and_pinocchio",
+    ".venv/bin/simulator_node --urdf my_robot.urdf": "test/test_node_command_line.py::test_urdf_option_reads_a_file_or_a_bundled_robot",
     ".venv/bin/simulator_node --ros-args --params-file config/simulator.yaml --params-file my_robot.yaml":
         "test/test_launch_graphs.py::test_simulation_graph_closes_the_computed_torque_loop",
     # the benchmarks take minutes: their arguments' way to each benchmark is tested, and a tiny scaling run
@@ -210,15 +213,14 @@ def test_python_examples_run(code, reader_dir):
 
 
 def test_your_own_robot_in_three_steps(reader_dir):
-    """README's three steps, as written: the params file, the node, the Python client."""
-    step2, = (commands(block) for _, block in blocks(README, "bash") if "dynamics_node" in block)
+    """README's steps 2 and 3, as written: the node on my_robot.urdf, the Python client."""
+    (step2,), = (commands(block) for _, block in blocks(README, "bash") if "dynamics_node" in block)
     step3, = (code for _, code in blocks(README, "python") if "rclpy.init()" in code)
     model = rd.load_urdf(reader_dir / "my_robot.urdf")
-    subprocess.run(["bash", "-c", step2[0]], cwd=reader_dir, env=reader_env(), check=True, timeout=60)
     env = reader_env()
     env["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"]
     log = open(reader_dir / "node.log", "wb")
-    node = subprocess.Popen(["bash", "-c", f"exec {step2[1]}"], cwd=reader_dir, env=env, stdout=log,
+    node = subprocess.Popen(["bash", "-c", f"exec {step2}"], cwd=reader_dir, env=env, stdout=log,
                             stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 60

@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 from ..robots import PACKAGE
-from .params import params_text
 
 #: Fast DDS accepts domain ids 0-101 and 215-232; a random one in this range for private graphs.
 PRIVATE_DOMAINS = range(102 - 70, 102)
@@ -56,8 +55,22 @@ def executable(name):
     return [sys.executable, "-c", f"import sys; from robot_dynamics.nodes.{name} import main; sys.exit(main())"]
 
 
+def params_text(parameters):
+    """A params file setting the flat ``{name: value}`` parameters of every node (``/**``).
+
+    Values are written as JSON, which is YAML: strings of any content stay exact.
+
+    >>> print(params_text({"robot_description": '<robot name="r"/>', "kp": [100.0]}))
+    /**:
+      ros__parameters:
+        robot_description: "<robot name=\\"r\\"/>"
+        kp: [100.0]
+    """
+    return "\n".join(["/**:", "  ros__parameters:"] + [f"    {name}: {json.dumps(value)}" for name, value in parameters.items()])
+
+
 def params_file(parameters, path):
-    """Write a ``/**: ros__parameters:`` file with the given flat {name: value} parameters."""
+    """Write :func:`params_text` of ``parameters`` to ``path``."""
     Path(path).write_text(params_text(parameters) + "\n")
     return Path(path)
 
