@@ -71,6 +71,16 @@ def test_urdf_option_reads_a_file_or_a_bundled_robot(tmp_path):
     result = run(executable("simulator_node") + ["--bogus"])
     assert result.returncode == 2 and "unrecognized arguments: --bogus" in result.stderr, result.stderr
 
+    from ros_helpers import NodeProcess
+
+    process = NodeProcess("simulator_node", tmp_path / "simulator.log", namespace="/own_file",
+                          extra_args=["--urdf", str(own)])
+    try:
+        process.wait_log("simulating robot 'cartesian_3dof' from parameter", timeout=60.0)
+    finally:
+        code = process.stop()
+    assert code == 0, process.log()
+
 
 def test_dynamics_node_runs_on_a_bundled_robot_with_one_option(tmp_path):
     from ros_helpers import NodeProcess

@@ -30,7 +30,7 @@ __all__ = ["MAX_URDF_BYTES", "dynamics_node", "help_text", "main", "simulator_no
 
 MAX_URDF_BYTES = 16 * 1024 * 1024  # a URDF larger than this is refused (the biggest real ones are ~1 MB)
 #: what a start with numba's cache empty takes on 2 cores (measured: see docs/dynamics_node.md)
-COLD_COMPILE = "about 20 s"
+COLD_COMPILE = "about 30 s"
 
 
 @dataclass(frozen=True)
