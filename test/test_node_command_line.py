@@ -95,6 +95,19 @@ def test_dynamics_node_runs_on_a_bundled_robot_with_one_option(tmp_path):
     assert code == 0, process.log()
 
 
+def test_dynamics_node_under_sim_time_loads_the_robot_before_any_clock(tmp_path):
+    from ros_helpers import NodeProcess
+
+    process = NodeProcess("dynamics_node", tmp_path / "node.log", namespace="/no_clock",
+                          ros_args=["-p", "use_sim_time:=true"], extra_args=["--urdf", "planar_2r"])
+    try:
+        log = process.wait_log("loaded robot 'planar_2r' from parameter", timeout=60.0)
+        assert "use_sim_time is true: stamps follow /clock" in log
+    finally:
+        code = process.stop()
+    assert code == 0, process.log()
+
+
 def _start(name, tmp_path, env_extra=None, args=()):
     from ros_helpers import ros_env
 

@@ -73,7 +73,7 @@ def test_under_sim_time_it_loads_the_robot_at_once_and_publishes_on_the_clock(tm
     try:
         # the robot is loaded without any /clock (the description source runs on the steady clock)
         log = process.wait_log("trajectory for ['theta1', 'theta2']", timeout=30.0)
-        assert "use_sim_time is true" in log
+        assert "use_sim_time is true: waiting for /clock" in log
         assert not desired.messages  # nothing is published before the first /clock
         harness.wait_for_subscriber(clock)
         for k in range(1, 200):

@@ -48,6 +48,9 @@ class RobotNode(Node):
     description loads and fits.
     """
 
+    #: what ``use_sim_time`` changes for the node, logged at start when it is true
+    SIM_TIME = "stamps follow /clock (the robot model is loaded without waiting for it)"
+
     def __init__(self, node_name: str, parameters, settings_type, coerce, *, diagnostics: bool = True, **kwargs):
         super().__init__(node_name, **kwargs)
         self._settings = declare_settings(self, parameters, settings_type, coerce)  # a bad file ends it here
@@ -65,8 +68,7 @@ class RobotNode(Node):
         self._n_diagnostics = 0
         self._description = None
         if self.get_parameter("use_sim_time").value:
-            self.get_logger().info("use_sim_time is true: stamps follow /clock (the robot model is loaded "
-                                   "without waiting for it)")
+            self.get_logger().info(f"use_sim_time is true: {self.SIM_TIME}")
         watch_settings(self, parameters, lambda: self._settings, coerce, self._check_settings, self._apply_settings)
         self._diagnostics = diagnostics
 

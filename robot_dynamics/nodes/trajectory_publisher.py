@@ -31,6 +31,8 @@ OUTPUT_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=R
 class TrajectoryPublisher(RobotNode):
     """See the module docstring."""
 
+    SIM_TIME = "waiting for /clock: publishing starts with its first message (the robot model is loaded now)"
+
     def __init__(self, node_name: str = "trajectory_publisher", **kwargs):
         super().__init__(node_name, PARAMETERS, Settings, coerce_setting, diagnostics=False, **kwargs)
         self._start_ns = None  # clock time of t = 0 (set at the first tick with a model)
