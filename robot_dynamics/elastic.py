@@ -22,8 +22,9 @@ differences.
 
 import numpy as np
 
-from .dynamics import as_states, forward_dynamics, _matching, _unbatch
-from .model import COORDINATE, INERTIAL_PARAMETERS, KIND, MULTIPLIER, OFFSET, PARENT, REVOLUTE
+from .dynamics import forward_dynamics
+from .kernels import as_states, matching as _matching, unbatch as _unbatch
+from .model import INERTIAL_PARAMETERS, KIND, ORIGIN_P, ORIGIN_R, PARENT, REVOLUTE, SCREW
 
 ORDER = 3
 """Taylor coefficients kept: ``x(t0 + s) = x0 + x1 s + x2 s^2``, enough for the second derivative."""
@@ -100,12 +101,14 @@ def _rnea_series(model, q, qd, qdd):
     """The series of the joint torques of Newton-Euler along the series ``q, qd, qdd`` (each ``(ORDER, count, n)``)."""
     topology, bodies = model.topology, model.bodies
     count, nb = q.shape[1], topology.shape[0]
+    E, offset = model.joint_map()  # q_joints = E q + o
     rotations, origins, twists, accelerations = [], [], [], []
     for i in range(nb):  # forward: poses, twists and accelerations (eqs. 9.53-9.55)
-        c, m, b = topology[i, COORDINATE], bodies[i, MULTIPLIER], bodies[i]
-        axis, R0, p0 = b[12:15], b[0:9].reshape(3, 3), b[9:12]
-        value, rate, acceleration = m * q[..., c], m * qd[..., c], m * qdd[..., c]
-        value[0] += b[OFFSET]
+        b = bodies[i]
+        screw = b[SCREW]
+        axis, R0, p0 = screw[:3] if topology[i, KIND] == REVOLUTE else screw[3:], b[ORIGIN_R].reshape(3, 3), b[ORIGIN_P]
+        value, rate, acceleration = q @ E[i], qd @ E[i], qdd @ E[i]
+        value[0] += offset[i]
         if topology[i, KIND] == REVOLUTE:  # R = R0 Rot(axis, value), Rodrigues (Lynch & Park eq. 3.51)
             sin, cos = _sin_cos(value)
             K = _skew(axis)
@@ -152,8 +155,8 @@ def _rnea_series(model, q, qd, qdd):
                        inertial_f + _cross(omega, momentum_f)]
     for i in range(nb - 1, -1, -1):  # backward: tau_i = A_i^T F_i, F_parent += Ad^T F_i (eq. 9.57)
         n, f = wrenches[i]
-        axis = bodies[i, 12:15]
-        tau[..., topology[i, COORDINATE]] += bodies[i, MULTIPLIER] * ((n if topology[i, KIND] == REVOLUTE else f) @ axis)
+        w, u = bodies[i, SCREW][:3], bodies[i, SCREW][3:]
+        tau += np.multiply.outer(n @ w + f @ u, E[i])  # tau = E^T tau_joints
         parent = topology[i, PARENT]
         if parent >= 0:
             f_parent = _rotate(rotations[i], f)

@@ -6,7 +6,8 @@ The core (``dynamics.py``) runs on recursive Newton-Euler.  Here the same
 - :func:`lagrange_euler_terms`: Lagrange-Euler with 4x4 homogeneous transforms (Milićević et
   al. §2, eqs. 2.3-2.15), ``O(n^4)``;
 - :func:`closed_form_terms`: the matrix assembly of Lynch & Park §9.4 (eqs. 9.72-9.84),
-  ``M = A^T L^T G L A`` with ``L = (I - Gamma)^-1``;
+  ``M = A^T L^T G L A`` with ``L = (I - Gamma)^-1`` (``G``: the spatial inertias, ``Gamma(q)``: the
+  parent adjoints);
 - :func:`christoffel_symbols` / :func:`christoffel_coriolis_matrix`: the Lagrangian route through
   the Christoffel symbols of ``M`` (Lynch & Park eqs. 9.86-9.87, Spong eq. 6.63);
 - :func:`dalembert_terms`: the generalized D'Alembert equations (Milićević et al. §4, eqs.
@@ -17,16 +18,17 @@ None of them calls the core's dynamics kernels: each builds its own 4x4 link tra
 ``T_{parent,i} = M_i e^{[A_i] q_i}`` (Lynch & Park eqs. 9.50 and 3.88).
 They are written to be read against the equations, not to be fast, and take one state
 (``q``, ``qd`` of shape ``(n,)``): no batches.  Mimic joints are followed by the affine map
-``q_joints = G q + o`` (so ``M = G^T M_joints G``) everywhere except in D'Alembert's chains.
+``q_joints = E q + o`` (:meth:`RobotModel.joint_map`, so ``M = E^T M_joints E``) everywhere except in
+D'Alembert's chains.
 """
 
 import numpy as np
 
-from .dynamics import _spatial_inertia, as_states, mass_matrix
+from .dynamics import mass_matrix
+from .kernels import as_states
 from .kinematics import _homogeneous
-from .model import (
-    AXIS, COORDINATE, FIRST_MOMENT, INERTIA, KIND, MASS, MULTIPLIER, OFFSET, ORIGIN_P, ORIGIN_R, PARENT, REVOLUTE,
-)
+from .model import FIRST_MOMENT, INERTIA, KIND, MASS, ORIGIN_P, ORIGIN_R, PARENT, REVOLUTE, SCREW
+from .spatial import spatial_inertia_matrix
 
 COMPLEX_STEP = 1e-20  # Im M(q + i h e_k) / h = dM/dq_k to round-off: no truncation error at this h
 
@@ -49,25 +51,10 @@ def _state(model, value, name):
     return states[0]
 
 
-def _coordinate_map(model):
-    """``(G, o)`` with ``q_joints = G q + o``: every body's joint value from the coordinates (mimic included)."""
-    nb = len(model.topology)
-    G = np.zeros((nb, model.nv))
-    G[np.arange(nb), model.topology[:, COORDINATE]] = model.bodies[:, MULTIPLIER]
-    return G, model.bodies[:, OFFSET]
-
-
 def _skew(v):
     """``[v]``, the 3x3 matrix of ``v x`` (Lynch & Park eq. 3.30)."""
     x, y, z = v
     return np.array([[0 * x, -z, y], [z, 0 * x, -x], [-y, x, 0 * x]])  # 0 * x keeps a complex dtype
-
-
-def _joint_screws(model):
-    """``A_i = (omega, v)``: each joint's unit screw in its body frame, ``(axis, 0)`` or ``(0, axis)``."""
-    axes = model.bodies[:, AXIS]
-    revolute = (model.topology[:, KIND] == REVOLUTE)[:, None]
-    return np.hstack([np.where(revolute, axes, 0.0), np.where(revolute, 0.0, axes)])
 
 
 def _screw_matrix(A):
@@ -101,9 +88,9 @@ def _joint_transforms(model, q):
 
     ``q`` may be complex (for the complex-step derivative of :func:`christoffel_symbols`).
     """
-    G, offset = _coordinate_map(model)
+    E, offset = model.joint_map()
     home = _homogeneous(model.bodies[:, np.r_[ORIGIN_R, ORIGIN_P]])
-    return np.einsum("bij,bjk->bik", home, _screw_exponentials(_joint_screws(model), G @ q + offset))
+    return np.einsum("bij,bjk->bik", home, _screw_exponentials(model.bodies[:, SCREW], E @ q + offset))
 
 
 def _world_transforms(model, relative):
@@ -188,7 +175,7 @@ def lagrange_euler_terms(model, q, qd):
     ``j``), so trees are covered.  The derivatives of ``0A_j`` come from the joints' 4x4 screws in
     the root frame, ``Q_k = 0A_k [A_k] 0A_k^-1``: ``U_jk = Q_k 0A_j`` and, for joint ``k`` at or
     above joint ``m``, ``U_jkm = Q_k Q_m 0A_j``.  Revolute, continuous and prismatic joints; mimic
-    joints through ``D = G^T D_joints G``.  One state; ``O(n^4)`` (the ``h_ikm``).
+    joints through ``D = E^T D_joints E``.  One state; ``O(n^4)`` (the ``h_ikm``).
 
     >>> import robot_dynamics as rd
     >>> arm = rd.load_urdf(rd.examples.TWO_LINK_URDF)  # Lynch & Park §9.1, m = L = 1
@@ -197,9 +184,9 @@ def lagrange_euler_terms(model, q, qd):
     array([-1.4383,  0.4794])
     """
     q, qd = _state(model, q, "q"), _state(model, qd, "qd")
-    G, _ = _coordinate_map(model)
+    E, _ = model.joint_map()
     world = _world_transforms(model, _joint_transforms(model, q))
-    Q = world @ np.array([_screw_matrix(A) for A in _joint_screws(model)]) @ _inverse(world)
+    Q = world @ np.array([_screw_matrix(A) for A in model.bodies[:, SCREW]]) @ _inverse(world)
     path = _on_path(model)
     U = np.einsum("kab,jbc->jkac", Q, world) * path[:, :, None, None]
     order = np.arange(len(Q))
@@ -208,12 +195,12 @@ def lagrange_euler_terms(model, q, qd):
     UJ = U @ _pseudo_inertias(model)[:, None]  # U_ji J_j; Tr(X J U^T) = sum_ab X_ab (U J)_ab, J symmetric
     D = np.einsum("jkab,jiab->ik", U, UJ, optimize=True)
     h_ikm = np.einsum("jkmab,jiab->ikm", U2, UJ, optimize=True)
-    qd_joints = G @ qd
+    qd_joints = E @ qd
     h = np.einsum("ikm,k,m->i", h_ikm, qd_joints, qd_joints)
     gravity = np.append(model.gravity, 0.0)
     mass_times_centre = np.column_stack([model.bodies[:, FIRST_MOMENT], model.bodies[:, MASS]])  # m_j r_j
     c = -np.einsum("a,jiab,jb->i", gravity, U, mass_times_centre)
-    return G.T @ D @ G, G.T @ h, G.T @ c
+    return E.T @ D @ E, E.T @ h, E.T @ c
 
 
 # ----------------------------------------------------------------------------- Lynch & Park §9.4
@@ -221,14 +208,14 @@ def lagrange_euler_terms(model, q, qd):
 def _constant_blocks(model):
     """``(A, G)`` of Lynch & Park eqs. 9.64-9.65: the stacked joint screws and the spatial inertias.
 
-    ``A`` (``6 nb x n``) holds each joint's screw in the column of its coordinate (times the mimic
-    multiplier); the block-diagonal ``G`` is kept as its ``nb`` blocks of 6 x 6.
+    ``A`` (``6 nb x n``) holds each joint's screw in the columns of its coordinates (times their
+    factors, ``E``); the block-diagonal ``G`` is kept as its ``nb`` blocks of 6 x 6.
     """
     nb = len(model.topology)
-    coordinates, _ = _coordinate_map(model)
-    A = (_joint_screws(model)[:, :, None] * coordinates[:, None, :]).reshape(6 * nb, model.nv)
+    E, _ = model.joint_map()
+    A = (model.bodies[:, SCREW][:, :, None] * E[:, None, :]).reshape(6 * nb, model.nv)
     b = model.bodies
-    G = np.array([_spatial_inertia(b[i, MASS], tuple(b[i, FIRST_MOMENT]), tuple(b[i, INERTIA])) for i in range(nb)])
+    G = np.array([spatial_inertia_matrix(b[i, MASS], tuple(b[i, FIRST_MOMENT]), tuple(b[i, INERTIA])) for i in range(nb)])
     return A, G
 
 
@@ -239,7 +226,7 @@ def _block_diagonal_times(blocks, x):
     return np.einsum("bij,bj->bi", blocks, x.reshape(len(blocks), 6)).ravel()
 
 
-def _Gamma(model, q):
+def _gamma_blocks(model, q):
     """The blocks of ``Gamma(q)`` (Lynch & Park eq. 9.68), and the relative transforms; ``q`` may be complex.
 
     ``Gamma[i]`` is the block in row ``i``, column ``parent(i)``: ``Ad_{T_{i,parent}}`` (zero for a
@@ -309,7 +296,7 @@ def closed_form_terms(model, q, qd):
     """
     q, qd = _state(model, q, "q"), _state(model, qd, "qd")
     A, G = _constant_blocks(model)
-    Gamma, relative = _Gamma(model, q)
+    Gamma, relative = _gamma_blocks(model, q)
     M = _closed_form_mass_matrix(model, Gamma, A, G)
     V = _times_L(model, Gamma, A @ qd)
     ad_A_qd = np.array([_ad(twist) for twist in (A @ qd).reshape(-1, 6)])
@@ -329,9 +316,10 @@ def closed_form_terms(model, q, qd):
 # ----------------------------------------------------------------------------- Christoffel symbols
 
 def christoffel_symbols(model, q):
-    """``Gamma[i, j, k] = 1/2 (dm_ij/dq_k + dm_ik/dq_j - dm_jk/dq_i)`` (Lynch & Park eq. 9.86).
+    """The Christoffel symbols ``symbols[i, j, k] = 1/2 (dm_ij/dq_k + dm_ik/dq_j - dm_jk/dq_i)``
+    (Lynch & Park eq. 9.86's ``Gamma_ijk``).
 
-    Spong's ``c_ijk`` (eq. 6.63) is ``Gamma[k, i, j]``.  ``dM/dq_k`` is the complex-step derivative
+    Spong's ``c_ijk`` (eq. 6.63) is ``symbols[k, i, j]``.  ``dM/dq_k`` is the complex-step derivative
     ``Im M(q + i h e_k) / h`` (``h = 1e-20``) of the closed-form mass matrix of eq. 9.82: exact to
     round-off, with no step-size trade-off, and independent of the core's CRBA.  One state;
     ``n`` closed-form evaluations, ``O(n^4)``.
@@ -345,14 +333,14 @@ def christoffel_symbols(model, q):
     q = _state(model, q, "q")
     A, G = _constant_blocks(model)
     def mass_matrix_982(q):
-        return _closed_form_mass_matrix(model, _Gamma(model, q)[0], A, G)
+        return _closed_form_mass_matrix(model, _gamma_blocks(model, q)[0], A, G)
 
     dM = np.array([mass_matrix_982(q + 1j * COMPLEX_STEP * e).imag / COMPLEX_STEP for e in np.eye(model.nv)])
     return 0.5 * (dM.transpose(1, 2, 0) + dM.transpose(1, 0, 2) - dM)
 
 
 def christoffel_coriolis_matrix(model, q, qd):
-    """``C_ij = sum_k Gamma_ijk qd_k`` (Lynch & Park eq. 9.87, Spong eq. 6.67).
+    """``C_ij = sum_k symbols[i, j, k] qd_k`` over the :func:`christoffel_symbols` (Lynch & Park eq. 9.87, Spong eq. 6.67).
 
     The Coriolis matrix for which ``Mdot - 2C`` is skew-symmetric (Lynch & Park Prop. 9.1,
     Spong Prop. 6.1) and ``C qd = c``.  One state.
@@ -375,7 +363,7 @@ def _revolute_chain(model):
     if model.mimic_joints:
         raise ValueError(f"{why}, but {model.name!r} has mimic joints ({', '.join(model.mimic_joints)}); "
                          "load it with mimic=False or use lagrange_euler_terms / closed_form_terms")
-    for i, (parent, kind, _) in enumerate(model.topology):
+    for i, (parent, kind) in enumerate(model.topology[:, [PARENT, KIND]]):
         if kind != REVOLUTE:
             raise ValueError(f"{why}, but joint {model.body_joints[i]!r} of {model.name!r} is prismatic")
         if parent != i - 1:
@@ -410,7 +398,7 @@ def dalembert_terms(model, q, qd):
     q, qd = _state(model, q, "q"), _state(model, qd, "qd")
     world = _world_transforms(model, _joint_transforms(model, q))
     R, p = world[:, :3, :3], world[:, :3, 3]
-    z = np.einsum("sab,sb->sa", R, model.bodies[:, AXIS])
+    z = np.einsum("sab,sb->sa", R, model.bodies[:, SCREW][:, :3])  # revolute chains: the screw is (axis, 0)
     m = model.bodies[:, MASS]
     local_centre = model.bodies[:, FIRST_MOMENT] / np.where(m > 0, m, 1.0)[:, None]
     r = p + np.einsum("sab,sb->sa", R, local_centre)

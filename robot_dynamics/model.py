@@ -1,20 +1,27 @@
 """The immutable robot model that every algorithm reads.
 
 All tree work is done once, when the URDF is loaded (see ``urdf.py``): fixed joints are
-folded away, mimic joints are resolved to the coordinate they follow, and the moving joints
+folded away, mimic joints are resolved to the coordinates they follow, and the moving joints
 are numbered so that every body's parent comes before it (``parent[i] < i``).  The
-algorithms then walk two flat arrays and never search the tree:
+algorithms then walk two flat arrays and never search the tree; the names below are their
+columns (integers are first columns, slices span several):
 
 ``topology[i]`` (integers)
     ``PARENT`` (index of the parent body, -1 for the root), ``KIND`` (``REVOLUTE`` or
-    ``PRISMATIC``; continuous joints are revolute) and ``COORDINATE`` (the independent
-    coordinate that drives the joint).
+    ``PRISMATIC``; continuous joints are revolute), ``MASTERS`` (how many coordinates drive the
+    joint) and, from column ``FIRST_MASTER`` on, those coordinates.
 ``bodies[i]`` (floats)
     the fixed transform from the parent body frame to the joint frame (``ORIGIN_R``, row-major,
-    and ``ORIGIN_P``), the unit joint ``AXIS`` in the joint frame, the mimic ``MULTIPLIER`` and
-    ``OFFSET`` (``q_joint = multiplier * q[coordinate] + offset``; 1 and 0 for an independent
-    joint), and the body's ten inertial parameters about its frame origin (``MASS``,
-    ``FIRST_MOMENT`` = m c, ``INERTIA`` = xx, xy, xz, yy, yz, zz), fixed children included.
+    and ``ORIGIN_P``), the joint's unit screw ``A_i = (w, v)`` in the joint frame (``SCREW``:
+    ``(axis, 0)`` revolute, ``(0, axis)`` prismatic), the joint ``OFFSET``, the body's ten
+    inertial parameters about its frame origin (``MASS``, ``FIRST_MOMENT`` = m c, ``INERTIA`` =
+    xx, xy, xz, yy, yz, zz), fixed children included, and from column ``FIRST_FACTOR`` on the
+    factor of each master coordinate.
+
+The coordinates map linearly onto the joints, ``q_joints = E q + o`` (:meth:`RobotModel.joint_map`):
+row ``i`` of ``E`` holds the factors of joint ``i``'s masters.  An independent joint has one master,
+itself, with factor 1 and offset 0; a mimic joint has its master's coordinate with the
+multiplier.  Both arrays are as wide as the joint with the most masters needs.
 
 A body's frame is the URDF frame of the joint's child link.
 """
@@ -27,19 +34,18 @@ import numpy as np
 
 from .spatial import inertia_to_parent
 
-PARENT, KIND, COORDINATE = 0, 1, 2
+PARENT, KIND, MASTERS, FIRST_MASTER = 0, 1, 2, 3
 REVOLUTE, PRISMATIC = 0, 1
 
 ORIGIN_R = slice(0, 9)
 ORIGIN_P = slice(9, 12)
-AXIS = slice(12, 15)
-MULTIPLIER = 15
-OFFSET = 16
-MASS = 17
-FIRST_MOMENT = slice(18, 21)
-INERTIA = slice(21, 27)
-INERTIAL_PARAMETERS = slice(17, 27)
-BODY_COLUMNS = 27
+SCREW = slice(12, 18)
+OFFSET = 18
+MASS = 19
+FIRST_MOMENT = slice(20, 23)
+INERTIA = slice(23, 29)
+INERTIAL_PARAMETERS = slice(19, 29)
+FIRST_FACTOR = 29
 
 
 def read_only(array, dtype=np.float64):
@@ -64,11 +70,11 @@ def move_inertial_parameters(parameters, rotation, position):
 
     ``rotation``/``position`` place the child frame in the parent frame.
     """
-    h, Ibar = inertia_to_parent(
+    first_moment, Ibar = inertia_to_parent(
         parameters[0], tuple(parameters[1:4]), tuple(parameters[4:10]),
         tuple(np.ravel(rotation)), tuple(position),
     )
-    return np.array([parameters[0], *h, *Ibar])
+    return np.array([parameters[0], *first_moment, *Ibar])
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,6 +111,10 @@ class RobotModel:
     armature: np.ndarray = None       # (nv,) reflected rotor inertia r^2 J_m, kg m^2 or kg; zeros by default
     motor_damping: np.ndarray = None  # (nv,) reflected motor damping r^2 B_m, N m s/rad or N s/m; zeros by default
     nv: int = field(init=False)  # number of independent coordinates, len(joint_names)
+    # The compiled kernels' (topology, bodies, gravity): private writable copies of the read-only
+    # arrays above, because numba checks a read-only argument on a slow path (a measured 0.25 us
+    # per call for the three).  Set here only, never handed out, so nothing can change them.
+    _kernel_arrays: tuple = field(init=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "mimic_joints", MappingProxyType(dict(self.mimic_joints)))
@@ -113,9 +123,23 @@ class RobotModel:
         for name in ("armature", "motor_damping"):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, read_only(np.zeros(self.nv)))
-        # Private writable copies for the compiled kernels: numba's fast argument check skips
-        # non-writeable arrays (a measured 0.25 us on every call). Never handed out.
-        object.__setattr__(self, "kernel_arrays", (np.array(self.topology), np.array(self.bodies), np.array(self.gravity)))
+        object.__setattr__(self, "_kernel_arrays", (np.array(self.topology), np.array(self.bodies), np.array(self.gravity)))
+
+    def joint_map(self):
+        """``(E, o)`` with ``q_joints = E q + o``: every moving joint's value (``body_joints`` order)
+        from the coordinates (``joint_names`` order); so ``qd_joints = E qd`` and ``tau = E^T tau_joints``.
+
+        >>> import robot_dynamics as rd
+        >>> E, o = rd.load_urdf(rd.examples.TWO_LINK_URDF).joint_map()
+        >>> E, o
+        (array([[1., 0.],
+               [0., 1.]]), array([0., 0.]))
+        """
+        E = np.zeros((len(self.body_joints), self.nv))
+        for i, row in enumerate(self.topology):
+            for m in range(row[MASTERS]):
+                E[i, row[FIRST_MASTER + m]] += self.bodies[i, FIRST_FACTOR + m]
+        return E, np.array(self.bodies[:, OFFSET])
 
     def with_gravity(self, gravity):
         """The same robot under another gravity vector (e.g. a wall or ceiling mounting).

@@ -8,11 +8,11 @@ Ixx, Ixy, Ixz, Iyy, Iyz, Izz`` (the rotational inertia about the origin, not the
 import numba
 import numpy as np
 
-from .dynamics import (
-    _joint_force, _joint_poses, _matching, _motion, _finite, _rotation, _unbatch, _vec, as_states,
+from .kernels import (
+    add_joint_force, as_states, finite, matching, newton_euler, pose, screw, unbatch, vec, workspace,
 )
-from .model import COORDINATE, INERTIAL_PARAMETERS, MULTIPLIER, PARENT
-from .spatial import body_force, force_to_parent
+from .model import INERTIAL_PARAMETERS, PARENT
+from .spatial import body_force, dot, force_to_parent
 
 njit = numba.njit(cache=True)
 PARAMETERS_PER_BODY = 10
@@ -29,32 +29,36 @@ def _unit_parameters(index):
 @njit
 def _regressor(topology, bodies, gravity, q, qd, qdd):
     """Column ``10 i + p`` of ``Y``: the joint forces that body ``i`` alone, with parameter ``p`` = 1 and the
-    rest 0, needs for the motion (Newton-Euler's backward pass for one body, Lynch & Park eq. 9.56)."""
+    rest 0, needs for the motion (Newton-Euler's backward pass for one body, Lynch & Park eqs. 9.56-9.57)."""
     count, n = q.shape
     nb = topology.shape[0]
-    poses, twists, accelerations = np.empty((nb, 12)), np.empty((nb, 6)), np.empty((nb, 6))
+    scratch = workspace(nb)
+    tau = np.empty(n)
     Y = np.zeros((count, n, PARAMETERS_PER_BODY * nb))
     for k in range(count):
-        if not _finite(q, k):
+        if not finite(q, k):
             raise ValueError("q contains NaN or inf")
-        if not _finite(qd, k):
+        if not finite(qd, k):
             raise ValueError("qd contains NaN or inf")
-        if not _finite(qdd, k):
+        if not finite(qdd, k):
             raise ValueError("qdd contains NaN or inf")
-        _joint_poses(topology, bodies, q, k, poses)
-        _motion(topology, bodies, gravity, qd, qdd, k, poses, twists, accelerations)
+        # its forward loop leaves T_{parent,i}, V_i and Vdot_i (the torques it computes are unused)
+        newton_euler(topology, bodies, gravity, q, qd, qdd, k, scratch, tau)
+        poses, twists, accelerations = scratch[0], scratch[1], scratch[2]
         for i in range(nb):
             for parameter in range(PARAMETERS_PER_BODY):
-                mass, h, Ibar = _unit_parameters(parameter)
-                n_, f = body_force(mass, h, Ibar, _vec(twists, i, 0), _vec(twists, i, 3),
-                                   _vec(accelerations, i, 0), _vec(accelerations, i, 3))
-                column = PARAMETERS_PER_BODY * i + parameter
+                mass, mc, Ibar = _unit_parameters(parameter)
+                n_, f = body_force(mass, mc, Ibar, vec(twists, i, 0), vec(twists, i, 3),
+                                   vec(accelerations, i, 0), vec(accelerations, i, 3))
+                column = Y[k, :, PARAMETERS_PER_BODY * i + parameter]
                 j = i
                 while True:
-                    Y[k, topology[j, COORDINATE], column] += bodies[j, MULTIPLIER] * _joint_force(topology, bodies, j, n_, f)
+                    w, u = screw(bodies, j)
+                    add_joint_force(topology, bodies, j, dot(w, n_) + dot(u, f), column)
                     if topology[j, PARENT] < 0:
                         break
-                    n_, f = force_to_parent(_rotation(poses, j), _vec(poses, j, 9), n_, f)
+                    R, p = pose(poses, j)
+                    n_, f = force_to_parent(R, p, n_, f)
                     j = topology[j, PARENT]
     return Y
 
@@ -79,6 +83,5 @@ def regressor(model, q, qd, qdd):
     ((2, 20), True)
     """
     q, batch = as_states(model, q, "q")
-    Y = _regressor(*model.kernel_arrays, q,
-                   _matching(model, qd, "qd", batch), _matching(model, qdd, "qdd", batch))
-    return _unbatch(Y, batch)
+    Y = _regressor(*model._kernel_arrays, q, matching(model, qd, "qd", batch), matching(model, qdd, "qdd", batch))
+    return unbatch(Y, batch)

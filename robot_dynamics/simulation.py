@@ -99,8 +99,8 @@ from scipy.integrate import solve_ivp
 
 from . import kinematics as _kinematics
 from .control import friction_torque
-from .dynamics import _crba_state, _forward_state, _joint_poses, _workspace, _world_poses
 from .elastic import elastic_energy, links_only, stiffness_vector
+from .kernels import add_wrench_torques, composite_rigid_body, forward_state, joint_poses, workspace, world_poses, wrench_arrays
 
 njit = numba.njit(cache=True)
 
@@ -132,7 +132,7 @@ Physics = namedtuple("Physics", [
     "topology", "bodies", "gravity",                   # the model's kernel arrays
     "damping", "friction", "friction_velocity",        # B, F_c (zeros where switched off), eps
     "lower", "upper", "omega",                         # position limits (+-inf: none or switched off), w
-    "wrench_bodies", "wrench_points", "wrench_values",  # external wrenches (kinematics.wrench_arrays)
+    "wrench_bodies", "wrench_points", "wrench_values",  # external wrenches (kernels.wrench_arrays)
     "motors",                                          # elastic joints: rows K, J, B_m; (3, 0) for rigid joints
 ])
 Physics.__doc__ = """Everything the compiled right-hand side ``a(q, qd, tau_cmd)`` reads besides the state, for one step.
@@ -226,7 +226,8 @@ def _link_acceleration(physics, q, qd, command, workspace):
     docstring) for the joint torque ``command``; ``(qdd, -1 or the singular joint)``."""
     (topology, bodies, gravity, damping, friction, friction_velocity, lower, upper, omega,
      wrench_bodies, wrench_points, wrench_values) = physics[:12]
-    poses, twists, accelerations, wrenches, composite, world, M = workspace
+    scratch, composite, world, M = workspace
+    poses = scratch[0]
     n = q.shape[0]
     tau = np.empty(n)
     beyond = False
@@ -235,14 +236,14 @@ def _link_acceleration(physics, q, qd, command, workspace):
         beyond = beyond or q[i] < lower[i] or q[i] > upper[i]
     q_row, qd_row = q.reshape(1, n), qd.reshape(1, n)
     if wrench_bodies.shape[0] > 0:
-        _joint_poses(topology, bodies, q_row, 0, poses)
-        _world_poses(topology, poses, world)
-        _kinematics._add_wrench_torques(topology, bodies, world, wrench_bodies, wrench_points, wrench_values[0], tau)
+        joint_poses(topology, bodies, q_row, 0, poses)
+        world_poses(topology, poses, world)
+        add_wrench_torques(topology, bodies, world, wrench_bodies, wrench_points, wrench_values[0], tau)
     qdd = np.empty(n)
-    singular = _forward_state(topology, bodies, gravity, q_row, qd_row, 0, tau,
-                              poses, twists, accelerations, wrenches, composite, M, qdd)
+    singular = forward_state(topology, bodies, gravity, q_row, qd_row, 0, tau,
+                             scratch, composite, M, qdd)
     if beyond and singular < 0:
-        _crba_state(topology, bodies, poses, composite, M)  # the solve overwrote M; cheaper than a copy each call
+        composite_rigid_body(topology, bodies, poses, composite, M)  # the solve overwrote M; cheaper than a copy each call
         qdd += _limit_correction(M, q, qd, qdd, lower, upper, omega)
     return qdd, singular
 
@@ -251,8 +252,7 @@ def _link_acceleration(physics, q, qd, command, workspace):
 def _new_workspace(topology, n):
     """The scratch arrays of :func:`_acceleration` for ``n`` coordinates, allocated once per step."""
     nb = topology.shape[0]
-    poses, twists, accelerations, wrenches = _workspace(topology)
-    return poses, twists, accelerations, wrenches, np.empty((nb, 10)), np.empty((nb, 12)), np.empty((n, n))
+    return workspace(nb), np.empty((nb, 10)), np.empty((nb, 12)), np.empty((n, n))
 
 
 @njit
@@ -526,7 +526,7 @@ class Simulator:
             # Rigid joints: a motor turns with its joint, its damping adds to the joint's (Spong Ex. 6.1).
             damping = model.damping if elastic else model.damping + model.motor_damping
             physics = Physics(
-                *(links_only(model) if elastic else model).kernel_arrays,
+                *(links_only(model) if elastic else model)._kernel_arrays,
                 damping=np.array(damping, dtype=float) if self.apply_damping else np.zeros(n),
                 friction=np.array(model.friction, dtype=float) if self.apply_friction else np.zeros(n),
                 friction_velocity=self.friction_velocity,
@@ -546,7 +546,7 @@ class Simulator:
             return physics, effort_limit
         contents = tuple((link, np.asarray(wrench, dtype=float).tobytes()) for link, wrench in wrenches.items())
         if self._wrench_cache[0] != contents:
-            bodies, points, values = _kinematics.wrench_arrays(self._model, wrenches, 1)  # checks them
+            bodies, points, values = wrench_arrays(self._model, wrenches, 1)  # checks them
             with_wrenches = Physics(*physics)._replace(wrench_bodies=bodies, wrench_points=points, wrench_values=values)
             self._wrench_cache = (contents, tuple(with_wrenches))
         return self._wrench_cache[1], effort_limit

@@ -8,7 +8,7 @@ Conventions (Lynch & Park ch. 8-9; Featherstone):
   velocity of the body-fixed point at the frame origin.  A spatial force (wrench) is
   ``[moment; force]`` = ``(n, f)`` with the moment taken about the frame origin.
 - A rigid body's inertia is stored as its ten inertial parameters about the frame origin:
-  mass ``m``, first moment ``h = m c`` (``c`` the centre of mass) and the rotational inertia
+  mass ``m``, first moment ``mc = m c`` (``c`` the centre of mass) and the rotational inertia
   ``Ibar = Ic - m [c]^2`` about the origin (parallel-axis theorem, Lynch & Park eq. 8.26 /
   Spong eq. 6.55).  Its six independent entries are ordered ``xx, xy, xz, yy, yz, zz``.
 """
@@ -16,6 +16,7 @@ Conventions (Lynch & Park ch. 8-9; Featherstone):
 import math
 
 import numba
+import numpy as np
 
 njit = numba.njit(cache=True)
 
@@ -96,11 +97,28 @@ def axis_angle(axis, angle):
 
 
 @njit
-def inertia_times(mass, h, Ibar, omega, v):
-    """The spatial momentum ``I V = (Ibar w + h x v, m v - h x w)`` of a body moving with twist ``(w, v)``.
+def motion_to_child(R, p, omega, v):
+    """A motion vector (twist or acceleration) of the parent frame, in the child frame: ``Ad_{T_{child,parent}} V``.
+
+    ``(R, p)`` is the child frame's orientation and origin in the parent frame (Lynch & Park eq. 3.83
+    with ``T_{child,parent} = T^-1``): ``(R^T w, R^T (v + w x p))``.
+    """
+    return rotate_back(R, omega), rotate_back(R, add(v, cross(omega, p)))
+
+
+@njit
+def motion_cross(omega, v, w, u):
+    """``[ad_V] A = (omega x w, omega x u + v x w)``: the Lie bracket of the twist ``V = (omega, v)``
+    with the motion ``A = (w, u)`` (Lynch & Park eq. 8.38)."""
+    return cross(omega, w), add(cross(omega, u), cross(v, w))
+
+
+@njit
+def inertia_times(mass, mc, Ibar, omega, v):
+    """The spatial momentum ``I V = (Ibar w + mc x v, m v - mc x w)`` of a body moving with twist ``(w, v)``.
 
     This is the 6x6 spatial inertia of Lynch & Park eq. 8.32, written out for inertia taken
-    about the frame origin rather than the centre of mass; it is linear in ``(m, h, Ibar)``.
+    about the frame origin rather than the centre of mass; it is linear in ``(m, mc, Ibar)``.
     """
     xx, xy, xz, yy, yz, zz = Ibar
     angular = (
@@ -108,18 +126,18 @@ def inertia_times(mass, h, Ibar, omega, v):
         xy * omega[0] + yy * omega[1] + yz * omega[2],
         xz * omega[0] + yz * omega[1] + zz * omega[2],
     )
-    return add(angular, cross(h, v)), sub(scale(v, mass), cross(h, omega))
+    return add(angular, cross(mc, v)), sub(scale(v, mass), cross(mc, omega))
 
 
 @njit
-def body_force(mass, h, Ibar, omega, v, alpha, a):
-    """Newton-Euler for one body: ``F = I A - ad_V^T (I V)`` (Lynch & Park eqs. 9.42, 9.56).
+def body_force(mass, mc, Ibar, omega, v, alpha, a):
+    """Newton-Euler for one body: ``F = I Vdot - ad_V^T (I V)`` (Lynch & Park eqs. 9.42, 9.56).
 
     ``(alpha, a)`` is the spatial acceleration and ``(omega, v)`` the twist, both in the body
     frame; ``-ad_V^T`` is the force cross product ``V x* (n, f) = (w x n + v x f, w x f)``.
     """
-    momentum_n, momentum_f = inertia_times(mass, h, Ibar, omega, v)
-    inertial_n, inertial_f = inertia_times(mass, h, Ibar, alpha, a)
+    momentum_n, momentum_f = inertia_times(mass, mc, Ibar, omega, v)
+    inertial_n, inertial_f = inertia_times(mass, mc, Ibar, alpha, a)
     n = add(inertial_n, add(cross(omega, momentum_n), cross(v, momentum_f)))
     f = add(inertial_f, cross(omega, momentum_f))
     return n, f
@@ -136,10 +154,10 @@ def force_to_parent(R, p, n, f):
 
 
 @njit
-def inertia_to_parent(mass, h, Ibar, R, p):
+def inertia_to_parent(mass, mc, Ibar, R, p):
     """The ten inertial parameters of a body, re-expressed about a parent frame's origin.
 
-    With ``h' = R h + m p``: ``Ibar' = R Ibar R^T + 2 (Rh . p) I - Rh p^T - p Rh^T + m (|p|^2 I - p p^T)``,
+    With ``mc' = R mc + m p``: ``Ibar' = R Ibar R^T + 2 (Rmc . p) I - Rmc p^T - p Rmc^T + m (|p|^2 I - p p^T)``,
     i.e. Steiner's theorem ``-sum m [r'][r']`` for ``r' = R r + p`` (Lynch & Park eq. 8.26, 8.42).
     """
     xx, xy, xz, yy, yz, zz = Ibar
@@ -161,15 +179,47 @@ def inertia_to_parent(mass, h, Ibar, R, p):
         b0 * R[6] + b1 * R[7] + b2 * R[8],
         c0 * R[6] + c1 * R[7] + c2 * R[8],
     )
-    Rh = rotate(R, h)
-    hp = 2.0 * dot(Rh, p)
+    Rmc = rotate(R, mc)
+    mcp = 2.0 * dot(Rmc, p)
     pp = mass * dot(p, p)
     shifted = (
-        rotated[0] + hp - 2.0 * Rh[0] * p[0] + pp - mass * p[0] * p[0],
-        rotated[1] - Rh[0] * p[1] - p[0] * Rh[1] - mass * p[0] * p[1],
-        rotated[2] - Rh[0] * p[2] - p[0] * Rh[2] - mass * p[0] * p[2],
-        rotated[3] + hp - 2.0 * Rh[1] * p[1] + pp - mass * p[1] * p[1],
-        rotated[4] - Rh[1] * p[2] - p[1] * Rh[2] - mass * p[1] * p[2],
-        rotated[5] + hp - 2.0 * Rh[2] * p[2] + pp - mass * p[2] * p[2],
+        rotated[0] + mcp - 2.0 * Rmc[0] * p[0] + pp - mass * p[0] * p[0],
+        rotated[1] - Rmc[0] * p[1] - p[0] * Rmc[1] - mass * p[0] * p[1],
+        rotated[2] - Rmc[0] * p[2] - p[0] * Rmc[2] - mass * p[0] * p[2],
+        rotated[3] + mcp - 2.0 * Rmc[1] * p[1] + pp - mass * p[1] * p[1],
+        rotated[4] - Rmc[1] * p[2] - p[1] * Rmc[2] - mass * p[1] * p[2],
+        rotated[5] + mcp - 2.0 * Rmc[2] * p[2] + pp - mass * p[2] * p[2],
     )
-    return add(Rh, scale(p, mass)), shifted
+    return add(Rmc, scale(p, mass)), shifted
+
+
+@njit
+def spatial_inertia_matrix(mass, mc, Ibar):
+    """The 6x6 spatial inertia ``[[Ibar, [mc]], [[mc]^T, m 1]]`` about the frame origin (Lynch & Park eq. 8.32)."""
+    I = np.zeros((6, 6))
+    I[0, 0], I[0, 1], I[0, 2] = Ibar[0], Ibar[1], Ibar[2]
+    I[1, 0], I[1, 1], I[1, 2] = Ibar[1], Ibar[3], Ibar[4]
+    I[2, 0], I[2, 1], I[2, 2] = Ibar[2], Ibar[4], Ibar[5]
+    skew = ((0.0, -mc[2], mc[1]), (mc[2], 0.0, -mc[0]), (-mc[1], mc[0], 0.0))
+    for r in range(3):
+        I[3 + r, 3 + r] = mass
+        for c in range(3):
+            I[r, 3 + c] = skew[r][c]
+            I[3 + c, r] = skew[r][c]
+    return I
+
+
+@njit
+def force_cross_matrix(omega, v):
+    """The matrix of ``V x*`` (``-ad_V^T``, Lynch & Park eq. 8.42): ``[[w], [v]], [0, [w]]]``."""
+    X = np.zeros((6, 6))
+    for block, u in ((0, omega), (3, v)):
+        skew = ((0.0, -u[2], u[1]), (u[2], 0.0, -u[0]), (-u[1], u[0], 0.0))
+        for r in range(3):
+            for c in range(3):
+                if block == 0:
+                    X[r, c] = skew[r][c]
+                    X[3 + r, 3 + c] = skew[r][c]
+                else:
+                    X[r, 3 + c] = skew[r][c]
+    return X

@@ -21,8 +21,8 @@ from urdf_parser_py.xml_reflection import core as urdf_reflection
 from .dynamics import mass_matrix
 from .transmissions import reflected_motor_terms
 from .model import (
-    BODY_COLUMNS, INERTIAL_PARAMETERS, PRISMATIC, REVOLUTE, Frame, RobotModel,
-    inertial_parameters_about_origin, move_inertial_parameters, read_only,
+    FIRST_FACTOR, FIRST_MASTER, INERTIAL_PARAMETERS, KIND, MASTERS, OFFSET, ORIGIN_P, ORIGIN_R, PARENT, PRISMATIC,
+    REVOLUTE, SCREW, Frame, RobotModel, inertial_parameters_about_origin, move_inertial_parameters, read_only,
 )
 from .robots import urdf_file
 
@@ -165,7 +165,7 @@ def _link_inertial_parameters(link):
 
 
 def _tree(robot):
-    """Check the link/joint graph is one tree; return (root link, {link: [child joints in order]})."""
+    """Check the link/joint graph is one tree; return (root link, {name: link}, {link: [child joints in order]})."""
     links = {link.name: link for link in robot.links}
     parent_joint = {}
     children = {name: [] for name in links}
@@ -243,6 +243,7 @@ def _build(robot, mimic):
 
     # Depth-first walk: each link gets (carrying body, pose in that body's frame).
     body_rows, body_parents, body_kinds, body_joints, joint_info = [], [], [], [], []
+    masters = 1  # the most coordinates any joint follows
     frames = {root: Frame(-1, read_only(np.eye(4)))}
     link_order = [root]
     stack = list(reversed(children[root]))
@@ -257,20 +258,21 @@ def _build(robot, mimic):
             norm = np.linalg.norm(axis)
             if norm < 1e-12:
                 raise URDFError(f"joint {joint.name!r} has a zero axis")
-            row = np.zeros(BODY_COLUMNS)
-            row[0:9] = origin[:3, :3].ravel()
-            row[9:12] = origin[:3, 3]
-            row[12:15] = axis / norm
+            row = np.zeros(FIRST_FACTOR + masters)
+            row[ORIGIN_R] = origin[:3, :3].ravel()
+            row[ORIGIN_P] = origin[:3, 3]
+            kind = SUPPORTED_JOINTS[joint.type]
+            row[SCREW] = np.concatenate([axis / norm, np.zeros(3)] if kind == REVOLUTE else [np.zeros(3), axis / norm])
             body_rows.append(row)
             body_parents.append(parent_frame.body)
-            body_kinds.append(SUPPORTED_JOINTS[joint.type])
+            body_kinds.append(kind)
             body_joints.append(joint.name)
             joint_info.append(joint)
             frames[joint.child] = Frame(len(body_rows) - 1, read_only(np.eye(4)))
         link_order.append(joint.child)
         stack.extend(reversed(children[joint.child]))
 
-    bodies = np.array(body_rows).reshape(-1, BODY_COLUMNS)
+    bodies = np.array(body_rows).reshape(-1, FIRST_FACTOR + masters)
     for name in link_order:  # inertia of each link, folded into the body that carries it
         frame = frames[name]
         parameters = _link_inertial_parameters(links[name])
@@ -281,11 +283,11 @@ def _build(robot, mimic):
 
     coordinates = [name for name in body_joints if name not in mimics]
     index = {name: i for i, name in enumerate(coordinates)}
-    topology = np.zeros((len(body_joints), 3), dtype=np.int64)
+    topology = np.zeros((len(body_joints), FIRST_MASTER + masters), dtype=np.int64)
     for i, name in enumerate(body_joints):
         master, multiplier, offset = mimics.get(name, (name, 1.0, 0.0))
-        topology[i] = (body_parents[i], body_kinds[i], index[master])
-        bodies[i, 15:17] = (multiplier, offset)
+        topology[i, [PARENT, KIND, MASTERS, FIRST_MASTER]] = (body_parents[i], body_kinds[i], 1, index[master])
+        bodies[i, [OFFSET, FIRST_FACTOR]] = (offset, multiplier)
 
     info = {joint.name: joint for joint in joint_info}
     limits = [_limits(info[name]) for name in coordinates]

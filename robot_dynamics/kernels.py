@@ -1,0 +1,475 @@
+"""The compiled layer that dynamics, kinematics, the regressor and the simulator build on.
+
+Each kernel walks the model's flat ``topology``/``bodies`` arrays (``model.py``) body by body,
+parents before children, on one state ``k`` of a ``(count, n)`` batch; the batch loops live in
+the modules above.  This module imports only ``model.py`` (column names) and ``spatial.py``.
+
+Coordinates and joints: a body's joint value is ``q_joint = sum_m factor_m q[master_m] + offset``,
+one row of ``q_joints = E q + o``; its rate is ``E qd`` and a joint force ``tau_joint`` reaches the
+coordinates as ``E^T tau_joint`` (:func:`add_joint_force`).  Hence ``M = E^T M_joints E``.
+
+Scratch arrays are passed in (allocated once per batch), so a kernel allocates nothing per state.
+Per-coordinate terms (a diagonal ``a``, as in ``M += diag(a)``, ``tau += a qdd``) enter where the
+kernels reach coordinate space: after :func:`to_coordinates` in :func:`newton_euler` and at the end
+of :func:`composite_rigid_body`.
+"""
+
+import math
+
+import numba
+import numpy as np
+
+from .model import (
+    FIRST_FACTOR, FIRST_MASTER, FIRST_MOMENT, INERTIA, KIND, MASS, MASTERS, OFFSET, ORIGIN_P,
+    ORIGIN_R, PARENT, REVOLUTE, SCREW,
+)
+from .spatial import (
+    add, axis_angle, body_force, compose, cross, dot, force_to_parent, inertia_times, inertia_to_parent,
+    motion_cross, motion_to_child, rotate, scale, sub,
+)
+
+njit = numba.njit(cache=True)
+inline = numba.njit(cache=True, inline="always")
+
+FLOAT64 = np.dtype(np.float64)
+ABSENT = np.empty((0, 0))  # passed for qd or qdd: "this input is zero" (gravity: ID(q, 0, 0))
+ZERO3 = (0.0, 0.0, 0.0)
+POSE_COLUMNS = 12  # a pose row: rotation (row-major), then origin
+_R, _P, _W, _U = ORIGIN_R.start, ORIGIN_P.start, SCREW.start, SCREW.start + 3
+assert FIRST_MOMENT.start == MASS + 1 and INERTIA.start == MASS + 4  # the ten parameters are contiguous
+
+
+# ----------------------------------------------------------------------------- reading rows
+
+@njit
+def vec(rows, i, start):
+    return (rows[i, start], rows[i, start + 1], rows[i, start + 2])
+
+
+@njit
+def store(rows, i, start, v):
+    rows[i, start] = v[0]
+    rows[i, start + 1] = v[1]
+    rows[i, start + 2] = v[2]
+
+
+@njit
+def rotation(rows, i, start):
+    r = rows[i]
+    return (r[start], r[start + 1], r[start + 2], r[start + 3], r[start + 4], r[start + 5],
+            r[start + 6], r[start + 7], r[start + 8])
+
+
+@njit
+def pose(poses, i):
+    """``(R, p)`` of pose row ``i``."""
+    return rotation(poses, i, 0), vec(poses, i, 9)
+
+
+@njit
+def store_pose(poses, i, R, p):
+    for c in range(9):
+        poses[i, c] = R[c]
+    store(poses, i, 9, p)
+
+
+@njit
+def screw(bodies, i):
+    """Body ``i``'s joint screw ``A_i = (w, u)`` in its own frame."""
+    return vec(bodies, i, _W), vec(bodies, i, _U)
+
+
+@njit
+def inertia(rows, i, start):
+    """``(m, mc, Ibar)`` (``spatial.py``'s convention) from the ten inertial parameters of row ``i``
+    that begin at column ``start`` (``MASS`` in ``bodies``)."""
+    r = rows[i]
+    return (r[start], (r[start + 1], r[start + 2], r[start + 3]),
+            (r[start + 4], r[start + 5], r[start + 6], r[start + 7], r[start + 8], r[start + 9]))
+
+
+@njit
+def finite(x, k):
+    """Whether state ``k`` of ``x`` is all finite (an absent ``x`` is).
+
+    Callers raise with a literal message: a message built at run time would cost an unpickling
+    on every call, not only on failure.
+    """
+    if x.shape[0] > 0:
+        for value in x[k]:
+            if not math.isfinite(value):
+                return False
+    return True
+
+
+# ----------------------------------------------------------------------------- coordinates -> joints
+
+# The hot loops call these for every body or pair of bodies.  Inlined, and with a branch for
+# models whose joints all follow one coordinate (topology one master wide), they cost what a
+# plain ``q[coordinate]`` did; a call, or the general loop alone, made CRBA twice as slow
+# (measured).  Newton-Euler keeps them out of its body loops altogether: it expands the state to
+# the joints once (:func:`joint_motion`) and maps the joint forces back once (:func:`to_coordinates`).
+@inline
+def joint_value(topology, bodies, q, k, i):
+    """Row ``i`` of ``q_joints = E q + o`` for state ``k``."""
+    if topology.shape[1] == FIRST_MASTER + 1:
+        return bodies[i, FIRST_FACTOR] * q[k, topology[i, FIRST_MASTER]] + bodies[i, OFFSET]
+    value = bodies[i, OFFSET]
+    for m in range(topology[i, MASTERS]):
+        value += bodies[i, FIRST_FACTOR + m] * q[k, topology[i, FIRST_MASTER + m]]
+    return value
+
+
+@inline
+def joint_rate(topology, bodies, x, k, i):
+    """Row ``i`` of ``E x`` (a rate or an acceleration) for state ``k``; 0 if ``x`` is absent."""
+    if x.shape[0] == 0:
+        return 0.0
+    if topology.shape[1] == FIRST_MASTER + 1:
+        return bodies[i, FIRST_FACTOR] * x[k, topology[i, FIRST_MASTER]]
+    value = 0.0
+    for m in range(topology[i, MASTERS]):
+        value += bodies[i, FIRST_FACTOR + m] * x[k, topology[i, FIRST_MASTER + m]]
+    return value
+
+
+@inline
+def add_joint_force(topology, bodies, i, value, tau):
+    """``tau += E^T e_i value``: joint ``i``'s generalised force shared among its master coordinates."""
+    if topology.shape[1] == FIRST_MASTER + 1:
+        tau[topology[i, FIRST_MASTER]] += bodies[i, FIRST_FACTOR] * value
+        return
+    for m in range(topology[i, MASTERS]):
+        tau[topology[i, FIRST_MASTER + m]] += bodies[i, FIRST_FACTOR + m] * value
+
+
+@njit
+def joint_motion(topology, bodies, q, qd, qdd, k, joints):
+    """``joints[i] = (q_i, qd_i, qdd_i)``: rows of ``E q + o``, ``E qd``, ``E qdd`` for state ``k``
+    (0 where ``qd``/``qdd`` are absent)."""
+    for i in range(topology.shape[0]):
+        joints[i, 0] = joint_value(topology, bodies, q, k, i)
+        joints[i, 1] = joint_rate(topology, bodies, qd, k, i)
+        joints[i, 2] = joint_rate(topology, bodies, qdd, k, i)
+
+
+@njit
+def to_coordinates(topology, bodies, joint_forces, tau):
+    """``tau = E^T tau_joints``."""
+    tau[:] = 0.0
+    for i in range(topology.shape[0]):
+        add_joint_force(topology, bodies, i, joint_forces[i], tau)
+
+
+@inline
+def add_joint_pair(topology, bodies, i, j, value, M):
+    """``M += E^T (e_i e_j^T value) E``: the joint-space entry ``(i, j)`` of a matrix, on the coordinates."""
+    if topology.shape[1] == FIRST_MASTER + 1:
+        M[topology[i, FIRST_MASTER], topology[j, FIRST_MASTER]] += bodies[i, FIRST_FACTOR] * value * bodies[j, FIRST_FACTOR]
+        return
+    for a in range(topology[i, MASTERS]):
+        scaled = bodies[i, FIRST_FACTOR + a] * value
+        row = topology[i, FIRST_MASTER + a]
+        for b in range(topology[j, MASTERS]):
+            M[row, topology[j, FIRST_MASTER + b]] += scaled * bodies[j, FIRST_FACTOR + b]
+
+
+# ----------------------------------------------------------------------------- poses
+
+@inline
+def joint_pose(topology, bodies, i, value):
+    """``T_{parent,i} = M_i e^{[A_i] q_i}`` (Lynch & Park eq. 9.53): rotation about or translation
+    along the joint axis, after the fixed origin ``M_i``."""
+    R0, p0 = rotation(bodies, i, _R), vec(bodies, i, _P)
+    w, u = screw(bodies, i)
+    if topology[i, KIND] == REVOLUTE:
+        return compose(R0, axis_angle(w, value)), p0
+    return R0, add(p0, scale(rotate(R0, u), value))
+
+
+@njit
+def joint_poses(topology, bodies, q, k, poses):
+    """Every body's ``T_{parent,i}`` (:func:`joint_pose`) for state ``k``, into ``poses``."""
+    for i in range(topology.shape[0]):
+        R, p = joint_pose(topology, bodies, i, joint_value(topology, bodies, q, k, i))
+        store_pose(poses, i, R, p)
+
+
+@njit
+def world_poses(topology, poses, world):
+    """Each body frame's pose in the root frame: ``T_{0,i} = T_{0,parent} T_{parent,i}``."""
+    for i in range(topology.shape[0]):
+        R, p = pose(poses, i)
+        parent = topology[i, PARENT]
+        if parent >= 0:
+            R_parent, p_parent = pose(world, parent)
+            R, p = compose(R_parent, R), add(rotate(R_parent, p), p_parent)
+        store_pose(world, i, R, p)
+
+
+# ----------------------------------------------------------------------------- Newton-Euler
+
+@njit
+def workspace(nb):
+    """Scratch of :func:`newton_euler` for ``nb`` bodies: poses, twists, accelerations, wrenches and
+    the joints' ``(q, qd, qdd, tau)``."""
+    return np.empty((nb, POSE_COLUMNS)), np.empty((nb, 6)), np.empty((nb, 6)), np.empty((nb, 6)), np.empty((nb, 4))
+
+
+@njit
+def newton_euler(topology, bodies, gravity, q, qd, qdd, k, scratch, tau):
+    """Recursive Newton-Euler inverse dynamics of state ``k`` (Lynch & Park §9.3, eqs. 9.53-9.57).
+
+    Forward, from the root: ``T_{parent,i} = M_i e^{[A_i] q_i}`` (9.53),
+    ``V_i = Ad_{T_{i,parent}} V_parent + A_i qd_i`` (9.54) and
+    ``Vdot_i = Ad_{T_{i,parent}} Vdot_parent + [ad_{V_i}] A_i qd_i + A_i qdd_i`` (9.55), from
+    ``V_0 = 0, Vdot_0 = (0, -g)``: gravity enters once, as a fictitious base acceleration.
+    Backward, from the leaves: ``F_i = G_i Vdot_i - ad_{V_i}^T G_i V_i + sum_children Ad^T F_child``
+    (9.56) and ``tau_i = A_i^T F_i`` (9.57).  The joints' ``q_i, qd_i, qdd_i`` are ``E q + o``,
+    ``E qd``, ``E qdd`` and ``tau = E^T tau_joints``.  ``qd``/``qdd`` may be ``ABSENT`` (zero).
+    ``scratch`` is a :func:`workspace`; ``T_{parent,i}``, ``V_i`` and ``Vdot_i`` are left in it.
+    """
+    poses, twists, accelerations, wrenches, joints = scratch
+    joint_motion(topology, bodies, q, qd, qdd, k, joints)
+    for i in range(topology.shape[0]):
+        R, p = joint_pose(topology, bodies, i, joints[i, 0])
+        parent = topology[i, PARENT]
+        if parent < 0:
+            omega, v, alpha, a = ZERO3, ZERO3, ZERO3, scale((gravity[0], gravity[1], gravity[2]), -1.0)
+        else:
+            omega, v = vec(twists, parent, 0), vec(twists, parent, 3)
+            alpha, a = vec(accelerations, parent, 0), vec(accelerations, parent, 3)
+        omega, v = motion_to_child(R, p, omega, v)
+        alpha, a = motion_to_child(R, p, alpha, a)
+        w, u = screw(bodies, i)
+        rate, acceleration = joints[i, 1], joints[i, 2]
+        omega, v = add(omega, scale(w, rate)), add(v, scale(u, rate))
+        bracket_w, bracket_u = motion_cross(omega, v, w, u)
+        alpha = add(alpha, add(scale(bracket_w, rate), scale(w, acceleration)))
+        a = add(a, add(scale(bracket_u, rate), scale(u, acceleration)))
+        store_pose(poses, i, R, p)
+        store(twists, i, 0, omega)
+        store(twists, i, 3, v)
+        store(accelerations, i, 0, alpha)
+        store(accelerations, i, 3, a)
+        mass, mc, Ibar = inertia(bodies, i, MASS)
+        n, f = body_force(mass, mc, Ibar, omega, v, alpha, a)
+        store(wrenches, i, 0, n)
+        store(wrenches, i, 3, f)
+    for i in range(topology.shape[0] - 1, -1, -1):
+        n, f = vec(wrenches, i, 0), vec(wrenches, i, 3)
+        w, u = screw(bodies, i)
+        joints[i, 3] = dot(w, n) + dot(u, f)
+        parent = topology[i, PARENT]
+        if parent >= 0:
+            R, p = pose(poses, i)
+            n, f = force_to_parent(R, p, n, f)
+            for c in range(3):
+                wrenches[parent, c] += n[c]
+                wrenches[parent, 3 + c] += f[c]
+    to_coordinates(topology, bodies, joints[:, 3], tau)
+
+
+# ----------------------------------------------------------------------------- mass matrix
+
+@njit
+def composite_rigid_body(topology, bodies, poses, composite, M):
+    """The mass matrix by the composite-rigid-body algorithm: ``M_ij = A_i^T I^C_i (X A_j)`` for ``j``
+    an ancestor of ``i`` (or ``i`` itself), on the coordinates ``E^T M_joints E``.
+
+    ``I^C_i`` is the inertia of the subtree rooted at body ``i`` (Featherstone's CRBA; the matrix
+    it fills is Lynch & Park's ``M = A^T L^T G L A`` of eq. 9.82, read column by column).
+    ``poses`` holds every ``T_{parent,i}``; ``composite`` is ``(nb, 10)`` scratch.
+    """
+    nb = topology.shape[0]
+    composite[:, :] = bodies[:, MASS:MASS + 10]
+    for i in range(nb - 1, -1, -1):
+        parent = topology[i, PARENT]
+        if parent >= 0:
+            mass, mc, Ibar = inertia(composite, i, 0)
+            R, p = pose(poses, i)
+            mc, Ibar = inertia_to_parent(mass, mc, Ibar, R, p)
+            composite[parent, 0] += mass
+            for c in range(3):
+                composite[parent, 1 + c] += mc[c]
+            for c in range(6):
+                composite[parent, 4 + c] += Ibar[c]
+    M[:, :] = 0.0
+    for i in range(nb):
+        mass, mc, Ibar = inertia(composite, i, 0)
+        w, u = screw(bodies, i)
+        n, f = inertia_times(mass, mc, Ibar, w, u)  # F = I^C_i A_i, carried down to the root
+        add_joint_pair(topology, bodies, i, i, dot(w, n) + dot(u, f), M)
+        j = i
+        while topology[j, PARENT] >= 0:
+            R, p = pose(poses, j)
+            n, f = force_to_parent(R, p, n, f)
+            j = topology[j, PARENT]
+            w, u = screw(bodies, j)
+            value = dot(w, n) + dot(u, f)
+            add_joint_pair(topology, bodies, i, j, value, M)
+            add_joint_pair(topology, bodies, j, i, value, M)
+
+
+# ----------------------------------------------------------------------------- forward dynamics
+
+@njit
+def cholesky_solve(M, b):
+    """Solve ``M x = b`` in place by Cholesky ``M = L L^T`` (never forming ``M^-1``).
+
+    Returns -1, or the first index whose pivot is not positive (``M`` singular there).
+    """
+    n = M.shape[0]
+    largest = 0.0
+    for j in range(n):
+        largest = max(largest, M[j, j])
+    for j in range(n):
+        pivot = M[j, j]
+        for c in range(j):
+            pivot -= M[j, c] * M[j, c]
+        if pivot <= 1e-12 * largest or pivot <= 0.0:
+            return j
+        M[j, j] = math.sqrt(pivot)
+        for r in range(j + 1, n):
+            value = M[r, j]
+            for c in range(j):
+                value -= M[r, c] * M[j, c]
+            M[r, j] = value / M[j, j]
+    for r in range(n):  # L y = b
+        value = b[r]
+        for c in range(r):
+            value -= M[r, c] * b[c]
+        b[r] = value / M[r, r]
+    for r in range(n - 1, -1, -1):  # L^T x = y
+        value = b[r]
+        for c in range(r + 1, n):
+            value -= M[c, r] * b[c]
+        b[r] = value / M[r, r]
+    return -1
+
+
+@njit
+def forward_state(topology, bodies, gravity, q, qd, k, tau, scratch, composite, M, qdd):
+    """``qdd = M^-1 (tau - h)`` for state ``k`` into ``qdd``: Newton-Euler for the bias ``h = ID(q, qd, 0)``,
+    CRBA for ``M``, a Cholesky solve (Lynch & Park §9.5, eq. 9.89; Featherstone's method of HandC).
+
+    ``scratch`` is a :func:`workspace`.  Returns -1, or the first coordinate at which ``M`` is
+    singular.  Leaves the poses of state ``k`` in ``scratch[0]``.
+    """
+    newton_euler(topology, bodies, gravity, q, qd, ABSENT, k, scratch, qdd)
+    for c in range(qdd.shape[0]):
+        qdd[c] = tau[c] - qdd[c]
+    composite_rigid_body(topology, bodies, scratch[0], composite, M)
+    return cholesky_solve(M, qdd)
+
+
+# ----------------------------------------------------------------------------- Jacobian columns, wrenches
+
+@njit
+def point_in_world(world, body, point):
+    """World coordinates of ``point``, given in the frame of ``body``."""
+    R, p = pose(world, body)
+    return add(rotate(R, point), p)
+
+
+@njit
+def jacobian_column(bodies, world, j, origin):
+    """Joint ``j``'s world screw taken about the world point ``o``: ``(R w, R u + R w x (o - p_j))``,
+    the space-Jacobian column of Lynch & Park eq. 5.11 moved to ``o``."""
+    R, p = pose(world, j)
+    w, u = screw(bodies, j)
+    w, u = rotate(R, w), rotate(R, u)
+    return w, add(u, cross(w, sub(origin, p)))
+
+
+@njit
+def add_wrench_torques(topology, bodies, world, wrench_bodies, wrench_points, wrench_values, tau):
+    """``tau += sum_l J_l(q)^T F_l`` (the ``J^T F`` of Lynch & Park eq. 9.81) for the wrenches
+    ``F_l = [moment; force]`` in world-aligned axes, applied at ``wrench_points[l]`` of body
+    ``wrench_bodies[l]`` (-1: the fixed base, no effect); ``world`` holds the bodies' world poses."""
+    for l in range(wrench_bodies.shape[0]):
+        body = wrench_bodies[l]
+        if body < 0:
+            continue
+        origin = point_in_world(world, body, vec(wrench_points, l, 0))
+        moment, force = vec(wrench_values, l, 0), vec(wrench_values, l, 3)
+        j = body
+        while j >= 0:
+            angular, linear = jacobian_column(bodies, world, j, origin)
+            add_joint_force(topology, bodies, j, dot(angular, moment) + dot(linear, force), tau)
+            j = topology[j, PARENT]
+
+
+@njit
+def wrench_torques(topology, bodies, q, wrench_bodies, wrench_points, wrench_values):
+    """:func:`add_wrench_torques` for every state ``k`` of ``q``, wrenches ``wrench_values[k]``."""
+    count, n = q.shape
+    nb = topology.shape[0]
+    poses, world = np.empty((nb, POSE_COLUMNS)), np.empty((nb, POSE_COLUMNS))
+    tau = np.zeros((count, n))
+    for k in range(count):
+        if not finite(q, k):
+            raise ValueError("q contains NaN or inf")
+        joint_poses(topology, bodies, q, k, poses)
+        world_poses(topology, poses, world)
+        add_wrench_torques(topology, bodies, world, wrench_bodies, wrench_points, wrench_values[k], tau[k])
+    return tau
+
+
+def wrench_arrays(model, external_wrenches, count):
+    """``{link: [moment; force]}`` -> the kernels' ``(bodies, points, values)`` for ``count`` states.
+
+    A wrench is 6 values (the same for every state) or one row of 6 per state.  ValueError names
+    an unknown link or a wrench that is not 6 finite numbers (per state).
+    """
+    links = list(external_wrenches)
+    values = np.empty((count, len(links), 6))
+    for w, link in enumerate(links):
+        if link not in model.frames:
+            raise ValueError(f"external wrench on unknown link {link!r}: the links are the URDF's link names")
+        wrench = np.asarray(external_wrenches[link], dtype=float)
+        rows = wrench.reshape(-1, 6) if wrench.shape[-1:] == (6,) else None
+        if rows is None or rows.shape[0] not in (1, count) or not np.all(np.isfinite(rows)):
+            raise ValueError(f"the external wrench on {link!r} must be 6 finite numbers [moment; force] "
+                             f"(or one such row per state), got shape {wrench.shape}")
+        values[:, w] = rows
+    frames = [model.frames[link] for link in links]
+    bodies = np.array([frame.body for frame in frames], dtype=np.int64)
+    points = np.array([frame.pose[:3, 3] for frame in frames]).reshape(len(links), 3)
+    return bodies, points, values
+
+
+def external_torques(model, q, external_wrenches):
+    """``sum_l J_l(q)^T F_l`` for every state of the ``(count, n)`` batch ``q`` (world-aligned axes, link origin)."""
+    arrays = wrench_arrays(model, external_wrenches, q.shape[0])
+    return wrench_torques(*model._kernel_arrays[:2], q, *arrays)
+
+
+# ----------------------------------------------------------------------------- batches
+
+def as_states(model, value, name):
+    """``value`` as a C-contiguous float array of shape ``(count, n)`` and its batch shape.
+
+    Raises ValueError on a wrong length.  A single state already in the kernels' layout (the
+    1 kHz case) takes the short path: no conversion, no copy.
+    """
+    if type(value) is np.ndarray and value.dtype == FLOAT64 and value.shape == (model.nv,) and value.flags.c_contiguous:
+        return value[None], ()
+    array = np.asarray(value, dtype=np.float64)
+    shape = array.shape
+    if not shape or shape[-1] != model.nv:
+        raise ValueError(f"{name} must have {model.nv} values per state (model.joint_names order), got shape {shape}")
+    return np.ascontiguousarray(array.reshape(math.prod(shape[:-1]), model.nv)), shape[:-1]
+
+
+def matching(model, value, name, batch):
+    """:func:`as_states` of ``value``, which must have the batch shape ``batch`` (that of ``q``)."""
+    array, shape = as_states(model, value, name)
+    if shape != batch:
+        raise ValueError(f"{name} has batch shape {shape} but q has {batch}")
+    return array
+
+
+def unbatch(result, batch):
+    """Give a kernel's ``(count, ...)`` result the caller's batch shape."""
+    return result[0] if batch == () else result.reshape(batch + result.shape[1:])
