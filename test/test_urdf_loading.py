@@ -587,15 +587,6 @@ def test_unknown_frame_is_named():
         rd.jacobian(model, [0.1, 0.2], "fore", reference="body")
 
 
-def test_model_is_immutable():
-    model = rd.load_urdf(arm())
-    with pytest.raises(Exception):
-        model.gravity[2] = 0.0
-    with pytest.raises(Exception):
-        model.name = "other"
-    np.testing.assert_array_equal(model.gravity, [0.0, 0.0, -9.81])
-
-
 def test_robot_without_moving_joints_has_empty_dynamics_of_the_right_shapes():
     """All joints fixed (a mounted tool, a sensor head): zero coordinates, no crash, frames still work."""
     xml = """<robot name="statue"><link name="base"/>
