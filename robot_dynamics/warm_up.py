@@ -9,6 +9,7 @@ wait for the compiler), so the nodes call :func:`warm_up` once at start-up.
 import numpy as np
 
 from . import examples
+from .control import friction_torques
 from .dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
 from .kinematics import frame_pose, jacobian, kinetic_energy, potential_energy
 from .simulation import INTEGRATORS, Simulator
@@ -37,6 +38,7 @@ def warm_up():
         jacobian(arm, q, "tip", reference)
     kinetic_energy(arm, q, qd)
     potential_energy(arm, q)
+    friction_torques(arm.damping, arm.friction, 0.01, qd)  # the dynamics node's compensate_friction
     for integrator in INTEGRATORS:
         # the shoulder starts beyond its limit (3.14 rad), so the limit response is compiled too
         sim = Simulator(arm, [3.2, 0.0], qd, integrator=integrator, apply_damping=True, apply_friction=True)
