@@ -140,10 +140,12 @@ def assert_every_node_finished_cleanly(launch, status, nodes):
 
 # ------------------------------------------------------------------------------ dynamics.launch.py
 
-def test_dynamics_launch_turns_joint_states_into_gravity_torques(launch, probe):
+@pytest.mark.parametrize("use_sim_time", ["false", "true"])
+def test_dynamics_launch_turns_joint_states_into_gravity_torques(launch, probe, use_sim_time):
+    """Also on sim time with no /clock yet: the node loads the robot and answers (stamped 0)."""
     model = rd.load_urdf("planar_2r")
     namespace = f"/launch_dyn_{uuid.uuid4().hex[:6]}"
-    running = launch("dynamics.launch.py", "urdf:=planar_2r", f"namespace:={namespace}")
+    running = launch("dynamics.launch.py", "urdf:=planar_2r", f"namespace:={namespace}", f"use_sim_time:={use_sim_time}")
     gravity = probe.collect(JointState, f"{namespace}/gravity_torques")
     states = probe.publisher(JointState, f"{namespace}/joint_states")
     q = np.array([0.4, -0.7])
@@ -251,6 +253,20 @@ def test_simulation_launch_on_the_simulators_clock(launch, probe):
 
 
 # --------------------------------------------------------------------------------- refused launches
+
+@pytest.mark.parametrize("launch_file", ["dynamics.launch.py", "simulation.launch.py"])
+def test_every_launch_argument_is_described(launch_file):
+    from ament_index_python.packages import get_package_share_directory
+    from launch.actions import DeclareLaunchArgument
+    from launch.launch_description_sources import PythonLaunchDescriptionSource
+
+    path = os.path.join(get_package_share_directory("robot_dynamics"), "launch", launch_file)
+    description = PythonLaunchDescriptionSource(path).try_get_launch_description_without_context()
+    arguments = [entity for entity in description.entities if isinstance(entity, DeclareLaunchArgument)]
+    assert len(arguments) >= 5
+    for argument in arguments:
+        assert argument.description and argument.description != "no description given", argument.name
+
 
 @pytest.mark.parametrize("launch_file, argument, message", [
     ("dynamics.launch.py", "use_sim_time:=maybe", 'Argument "use_sim_time" provided value "maybe" is not valid'),
