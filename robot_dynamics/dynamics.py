@@ -9,14 +9,15 @@ Every public function takes arrays of shape ``(..., n)`` in ``model.joint_names`
 compiled batch loops below run the kernels of ``kernels.py`` on every state, so one state and
 a trajectory of 10 000 states run the same code.  Mimic joints follow their coordinates through
 ``q_joints = E q + o`` (:meth:`RobotModel.joint_map`), so ``M = E^T M_joints E`` and
-``C = E^T C_joints E``.
+``C = E^T C_joints E``.  A geared joint's rotor adds its reflected inertia ``model.armature`` to
+``M``'s diagonal and ``armature qdd`` to ``tau`` (Spong Ex. 6.1); ``C`` and ``g`` are unchanged.
 """
 
 import numba
 import numpy as np
 
 from .kernels import (
-    ABSENT, POSE_COLUMNS, ZERO3, add_joint_pair, as_states, composite_rigid_body, external_torques, finite,
+    ABSENT, NO_ROTORS, POSE_COLUMNS, ZERO3, add_joint_pair, as_states, composite_rigid_body, external_torques, finite,
     forward_state, inertia, jacobian_column, joint_poses, matching, newton_euler, pose, store, unbatch, vec,
     workspace, world_poses,
 )
@@ -29,8 +30,9 @@ njit = numba.njit(cache=True)
 # ----------------------------------------------------------------------------- batch loops
 
 @njit
-def _inverse(topology, bodies, gravity, q, qd, qdd):
-    """Newton-Euler (:func:`kernels.newton_euler`) on every state; ``qd``/``qdd`` may be ``ABSENT``."""
+def _inverse(topology, bodies, gravity, armature, q, qd, qdd):
+    """Newton-Euler (:func:`kernels.newton_euler`) on every state, plus the rotors' ``armature qdd``
+    (Spong Ex. 6.1); ``qd``/``qdd`` may be ``ABSENT``."""
     count, n = q.shape
     scratch = workspace(topology.shape[0])
     tau = np.empty((count, n))
@@ -42,23 +44,26 @@ def _inverse(topology, bodies, gravity, q, qd, qdd):
         if not finite(qdd, k):
             raise ValueError("qdd contains NaN or inf")
         newton_euler(topology, bodies, gravity, q, qd, qdd, k, scratch, tau[k])
+        if qdd.shape[0] > 0:
+            for c in range(n):
+                tau[k, c] += armature[c] * qdd[k, c]
     return tau
 
 
 @njit
 def _gravity(topology, bodies, gravity, q):
     """``g(q) = ID(q, 0, 0)``; its own entry point because each argument costs ~0.1 us at the 1 kHz call."""
-    return _inverse(topology, bodies, gravity, q, ABSENT, ABSENT)
+    return _inverse(topology, bodies, gravity, NO_ROTORS, q, ABSENT, ABSENT)
 
 
 @njit
 def _bias(topology, bodies, gravity, q, qd):
     """``h(q, qd) = ID(q, qd, 0)``, its own entry point for the same reason."""
-    return _inverse(topology, bodies, gravity, q, qd, ABSENT)
+    return _inverse(topology, bodies, gravity, NO_ROTORS, q, qd, ABSENT)
 
 
 @njit
-def _mass(topology, bodies, q):
+def _mass(topology, bodies, armature, q):
     """The composite-rigid-body algorithm (:func:`kernels.composite_rigid_body`) on every state."""
     count, n = q.shape
     nb = topology.shape[0]
@@ -68,12 +73,12 @@ def _mass(topology, bodies, q):
         if not finite(q, k):
             raise ValueError("q contains NaN or inf")
         joint_poses(topology, bodies, q, k, poses)
-        composite_rigid_body(topology, bodies, poses, composite, M[k])
+        composite_rigid_body(topology, bodies, armature, poses, composite, M[k])
     return M
 
 
 @njit
-def _forward(topology, bodies, gravity, q, qd, tau):
+def _forward(topology, bodies, gravity, armature, q, qd, tau):
     """Forward dynamics (:func:`kernels.forward_state`) of every state; ``(qdd, -1 or the singular coordinate)``."""
     count, n = q.shape
     scratch = workspace(topology.shape[0])
@@ -87,7 +92,7 @@ def _forward(topology, bodies, gravity, q, qd, tau):
             raise ValueError("qd contains NaN or inf")
         if not finite(tau, k):
             raise ValueError("tau contains NaN or inf")
-        singular = forward_state(topology, bodies, gravity, q, qd, k, tau[k], scratch, composite, M, qdd[k])
+        singular = forward_state(topology, bodies, gravity, armature, q, qd, k, tau[k], scratch, composite, M, qdd[k])
         if singular >= 0:
             return qdd, singular
     return qdd, -1
@@ -108,7 +113,8 @@ def inverse_dynamics(model, q, qd, qdd, external_wrenches=None):
     array([34.43, 11.81])
     """
     q, batch = as_states(model, q, "q")
-    tau = _inverse(*model._kernel_arrays, q, matching(model, qd, "qd", batch), matching(model, qdd, "qdd", batch))
+    tau = _inverse(*model._kernel_arrays, model._kernel_armature, q, matching(model, qd, "qd", batch),
+                   matching(model, qdd, "qdd", batch))
     if external_wrenches:
         tau -= external_torques(model, q, external_wrenches)
     return unbatch(tau, batch)
@@ -150,7 +156,7 @@ def mass_matrix(model, q):
            [2., 1.]])
     """
     q, batch = as_states(model, q, "q")
-    return unbatch(_mass(*model._kernel_arrays[:2], q), batch)
+    return unbatch(_mass(*model._kernel_arrays[:2], model._kernel_armature, q), batch)
 
 
 def forward_dynamics(model, q, qd, tau, external_wrenches=None):
@@ -168,7 +174,7 @@ def forward_dynamics(model, q, qd, tau, external_wrenches=None):
     tau = matching(model, tau, "tau", batch)
     if external_wrenches:
         tau = tau + external_torques(model, q, external_wrenches)
-    qdd, singular = _forward(*model._kernel_arrays, q, matching(model, qd, "qd", batch), tau)
+    qdd, singular = _forward(*model._kernel_arrays, model._kernel_armature, q, matching(model, qd, "qd", batch), tau)
     if singular >= 0:
         raise ValueError(
             f"the mass matrix is singular at joint {model.joint_names[singular]!r}: it moves no mass or "

@@ -236,4 +236,4 @@ def elastic_energy(model, q, qd, theta, theta_d, stiffness):
 
 def links_only(model):
     """The model of the links alone: the rotors are the motor equation's."""
-    return model
+    return model.with_armature(np.zeros(model.nv)) if model.armature.any() else model

@@ -200,7 +200,7 @@ def lagrange_euler_terms(model, q, qd):
     gravity = np.append(model.gravity, 0.0)
     mass_times_centre = np.column_stack([model.bodies[:, FIRST_MOMENT], model.bodies[:, MASS]])  # m_j r_j
     c = -np.einsum("a,jiab,jb->i", gravity, U, mass_times_centre)
-    return E.T @ D @ E, E.T @ h, E.T @ c
+    return E.T @ D @ E + np.diag(model.armature), E.T @ h, E.T @ c  # + the rotors (Spong Ex. 6.1)
 
 
 # ----------------------------------------------------------------------------- Lynch & Park §9.4
@@ -297,7 +297,7 @@ def closed_form_terms(model, q, qd):
     q, qd = _state(model, q, "q"), _state(model, qd, "qd")
     A, G = _constant_blocks(model)
     Gamma, relative = _gamma_blocks(model, q)
-    M = _closed_form_mass_matrix(model, Gamma, A, G)
+    M = _closed_form_mass_matrix(model, Gamma, A, G) + np.diag(model.armature)  # + the rotors (Spong Ex. 6.1)
     V = _times_L(model, Gamma, A @ qd)
     ad_A_qd = np.array([_ad(twist) for twist in (A @ qd).reshape(-1, 6)])
     ad_V_transposed = np.array([_ad(twist).T for twist in V.reshape(-1, 6)])
@@ -423,7 +423,7 @@ def dalembert_terms(model, q, qd):
     link_torque = np.einsum("sxy,sy->sx", I, b_link) + np.cross(w_link, np.einsum("sxy,sy->sx", I, w_link))
     h_rot = np.einsum("six,sx->i", axes_in_link, link_torque)
     c = -np.einsum("x,six,s->i", model.gravity, lever, m)
-    return D, h_tran + h_rot, c
+    return D + np.diag(model.armature), h_tran + h_rot, c  # + the rotors (Spong Ex. 6.1)
 
 
 # ----------------------------------------------------------------------------- inertia bounds

@@ -33,6 +33,7 @@ inline = numba.njit(cache=True, inline="always")
 
 FLOAT64 = np.dtype(np.float64)
 ABSENT = np.empty((0, 0))  # passed for qd or qdd: "this input is zero" (gravity: ID(q, 0, 0))
+NO_ROTORS = np.empty(0)  # passed for the armature where no joint acceleration multiplies it
 ZERO3 = (0.0, 0.0, 0.0)
 POSE_COLUMNS = 12  # a pose row: rotation (row-major), then origin
 _R, _P, _W, _U = ORIGIN_R.start, ORIGIN_P.start, SCREW.start, SCREW.start + 3
@@ -273,9 +274,10 @@ def newton_euler(topology, bodies, gravity, q, qd, qdd, k, scratch, tau):
 # ----------------------------------------------------------------------------- mass matrix
 
 @njit
-def composite_rigid_body(topology, bodies, poses, composite, M):
+def composite_rigid_body(topology, bodies, armature, poses, composite, M):
     """The mass matrix by the composite-rigid-body algorithm: ``M_ij = A_i^T I^C_i (X A_j)`` for ``j``
-    an ancestor of ``i`` (or ``i`` itself), on the coordinates ``E^T M_joints E``.
+    an ancestor of ``i`` (or ``i`` itself), on the coordinates ``E^T M_joints E``, plus the rotors'
+    ``diag(armature)`` (Spong Ex. 6.1: ``I = r^2 J_m + J_l``).
 
     ``I^C_i`` is the inertia of the subtree rooted at body ``i`` (Featherstone's CRBA; the matrix
     it fills is Lynch & Park's ``M = A^T L^T G L A`` of eq. 9.82, read column by column).
@@ -309,6 +311,8 @@ def composite_rigid_body(topology, bodies, poses, composite, M):
             value = dot(w, n) + dot(u, f)
             add_joint_pair(topology, bodies, i, j, value, M)
             add_joint_pair(topology, bodies, j, i, value, M)
+    for c in range(armature.shape[0]):
+        M[c, c] += armature[c]
 
 
 # ----------------------------------------------------------------------------- forward dynamics
@@ -349,9 +353,9 @@ def cholesky_solve(M, b):
 
 
 @njit
-def forward_state(topology, bodies, gravity, q, qd, k, tau, scratch, composite, M, qdd):
+def forward_state(topology, bodies, gravity, armature, q, qd, k, tau, scratch, composite, M, qdd):
     """``qdd = M^-1 (tau - h)`` for state ``k`` into ``qdd``: Newton-Euler for the bias ``h = ID(q, qd, 0)``,
-    CRBA for ``M``, a Cholesky solve (Lynch & Park §9.5, eq. 9.89; Featherstone's method of HandC).
+    CRBA for ``M`` (rotors included), a Cholesky solve (Lynch & Park §9.5, eq. 9.89; Featherstone's method of HandC).
 
     ``scratch`` is a :func:`workspace`.  Returns -1, or the first coordinate at which ``M`` is
     singular.  Leaves the poses of state ``k`` in ``scratch[0]``.
@@ -359,7 +363,7 @@ def forward_state(topology, bodies, gravity, q, qd, k, tau, scratch, composite, 
     newton_euler(topology, bodies, gravity, q, qd, ABSENT, k, scratch, qdd)
     for c in range(qdd.shape[0]):
         qdd[c] = tau[c] - qdd[c]
-    composite_rigid_body(topology, bodies, scratch[0], composite, M)
+    composite_rigid_body(topology, bodies, armature, scratch[0], composite, M)
     return cholesky_solve(M, qdd)
 
 

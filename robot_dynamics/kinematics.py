@@ -65,8 +65,9 @@ def _world_jacobian(topology, bodies, q, body, point):
 
 
 @njit
-def _kinetic(topology, bodies, q, qd):
-    """``K = 1/2 sum_i V_i^T G_i V_i`` over the bodies' twists (Lynch & Park eq. 8.43, 9.12)."""
+def _kinetic(topology, bodies, armature, q, qd):
+    """``K = 1/2 sum_i V_i^T G_i V_i`` over the bodies' twists (Lynch & Park eq. 8.43, 9.12), plus the
+    rotors' ``1/2 sum_c armature_c qd_c^2`` (Spong Ex. 6.1)."""
     count, n = q.shape
     nb = topology.shape[0]
     scratch = workspace(nb)
@@ -85,6 +86,8 @@ def _kinetic(topology, bodies, q, qd):
             mass, mc, Ibar = inertia(bodies, i, MASS)
             angular, linear = inertia_times(mass, mc, Ibar, omega, v)
             energy[k] += 0.5 * (dot(omega, angular) + dot(v, linear))
+        for c in range(n):
+            energy[k] += 0.5 * armature[c] * qd[k, c] * qd[k, c]
     return energy
 
 
@@ -156,7 +159,7 @@ def kinetic_energy(model, q, qd):
     qd, qd_batch = as_states(model, qd, "qd")
     if qd_batch != batch:
         raise ValueError(f"qd has batch shape {qd_batch} but q has {batch}")
-    return unbatch(_kinetic(*model._kernel_arrays[:2], states, qd), batch)
+    return unbatch(_kinetic(*model._kernel_arrays[:2], model._kernel_armature, states, qd), batch)
 
 
 def potential_energy(model, q):

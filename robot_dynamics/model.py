@@ -115,6 +115,7 @@ class RobotModel:
     # arrays above, because numba checks a read-only argument on a slow path (a measured 0.25 us
     # per call for the three).  Set here only, never handed out, so nothing can change them.
     _kernel_arrays: tuple = field(init=False, repr=False)
+    _kernel_armature: np.ndarray = field(init=False, repr=False)  # the same for ``armature``
 
     def __post_init__(self):
         object.__setattr__(self, "mimic_joints", MappingProxyType(dict(self.mimic_joints)))
@@ -124,6 +125,7 @@ class RobotModel:
             if getattr(self, name) is None:
                 object.__setattr__(self, name, read_only(np.zeros(self.nv)))
         object.__setattr__(self, "_kernel_arrays", (np.array(self.topology), np.array(self.bodies), np.array(self.gravity)))
+        object.__setattr__(self, "_kernel_armature", np.array(self.armature))
 
     def joint_map(self):
         """``(E, o)`` with ``q_joints = E q + o``: every moving joint's value (``body_joints`` order)

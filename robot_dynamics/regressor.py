@@ -2,7 +2,8 @@
 
 ``theta`` stacks, body by body (``model.body_joints`` order, fixed children merged), the ten
 inertial parameters about the body frame origin in body axes: ``m, m c_x, m c_y, m c_z,
-Ixx, Ixy, Ixz, Iyy, Iyz, Izz`` (the rotational inertia about the origin, not the CoM).
+Ixx, Ixy, Ixz, Iyy, Iyz, Izz`` (the rotational inertia about the origin, not the CoM), then the
+rotor inertia (``model.armature``) of every coordinate, whose column of ``Y`` is ``qdd``.
 """
 
 import numba
@@ -34,7 +35,7 @@ def _regressor(topology, bodies, gravity, q, qd, qdd):
     nb = topology.shape[0]
     scratch = workspace(nb)
     tau = np.empty(n)
-    Y = np.zeros((count, n, PARAMETERS_PER_BODY * nb))
+    Y = np.zeros((count, n, PARAMETERS_PER_BODY * nb + n))
     for k in range(count):
         if not finite(q, k):
             raise ValueError("q contains NaN or inf")
@@ -45,6 +46,8 @@ def _regressor(topology, bodies, gravity, q, qd, qdd):
         # its forward loop leaves T_{parent,i}, V_i and Vdot_i (the torques it computes are unused)
         newton_euler(topology, bodies, gravity, q, qd, qdd, k, scratch, tau)
         poses, twists, accelerations = scratch[0], scratch[1], scratch[2]
+        for c in range(n):  # the rotors: armature_c qdd_c (Spong Ex. 6.1)
+            Y[k, c, PARAMETERS_PER_BODY * nb + c] = qdd[k, c]
         for i in range(nb):
             for parameter in range(PARAMETERS_PER_BODY):
                 mass, mc, Ibar = _unit_parameters(parameter)
@@ -64,13 +67,14 @@ def _regressor(topology, bodies, gravity, q, qd, qdd):
 
 
 def inertial_parameters(model):
-    """``theta``: the ten inertial parameters of every body, stacked (see the module docstring).
+    """``theta``: the ten inertial parameters of every body, stacked, then the armature of every
+    coordinate (see the module docstring).
 
     >>> import robot_dynamics as rd
-    >>> rd.inertial_parameters(rd.load_urdf(rd.examples.PENDULUM_URDF))  # 1 kg point at z = -1
-    array([ 1.,  0.,  0., -1.,  1.,  0.,  0.,  1.,  0.,  0.])
+    >>> rd.inertial_parameters(rd.load_urdf(rd.examples.PENDULUM_URDF))  # 1 kg point at z = -1, no rotor
+    array([ 1.,  0.,  0., -1.,  1.,  0.,  0.,  1.,  0.,  0.,  0.])
     """
-    return np.array(model.bodies[:, INERTIAL_PARAMETERS]).ravel()
+    return np.concatenate([np.ravel(model.bodies[:, INERTIAL_PARAMETERS]), model.armature])
 
 
 def regressor(model, q, qd, qdd):
@@ -80,7 +84,7 @@ def regressor(model, q, qd, qdd):
     >>> arm = rd.load_urdf(rd.examples.TWO_LINK_URDF)
     >>> Y = rd.regressor(arm, [0.1, 0.2], [0.3, 0.4], [0.5, 0.6])
     >>> Y.shape, np.allclose(Y @ rd.inertial_parameters(arm), rd.inverse_dynamics(arm, [0.1, 0.2], [0.3, 0.4], [0.5, 0.6]))
-    ((2, 20), True)
+    ((2, 22), True)
     """
     q, batch = as_states(model, q, "q")
     Y = _regressor(*model._kernel_arrays, q, matching(model, qd, "qd", batch), matching(model, qdd, "qdd", batch))

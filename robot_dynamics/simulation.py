@@ -99,7 +99,7 @@ from scipy.integrate import solve_ivp
 
 from . import kinematics as _kinematics
 from .control import friction_torque
-from .elastic import elastic_energy, links_only, stiffness_vector
+from .elastic import elastic_energy, stiffness_vector
 from .kernels import add_wrench_torques, composite_rigid_body, forward_state, joint_poses, workspace, world_poses, wrench_arrays
 
 njit = numba.njit(cache=True)
@@ -130,6 +130,7 @@ INTEGRATORS = (*_COMPILED, "adaptive")
 
 Physics = namedtuple("Physics", [
     "topology", "bodies", "gravity",                   # the model's kernel arrays
+    "armature",                                        # the rotors' reflected inertia (zeros when elastic: the motors')
     "damping", "friction", "friction_velocity",        # B, F_c (zeros where switched off), eps
     "lower", "upper", "omega",                         # position limits (+-inf: none or switched off), w
     "wrench_bodies", "wrench_points", "wrench_values",  # external wrenches (kernels.wrench_arrays)
@@ -207,7 +208,7 @@ def _acceleration(physics, x, xd, command, workspace):
     singular joint)``.  Rigid joints: ``x = q``, :func:`_link_acceleration`.  Elastic joints (module
     docstring, "Elastic joints"): ``x = (q, theta)``, the links driven by the springs ``K (theta - q)``
     and the motors by ``command``: ``theta_dd = J^-1 (command - B_m theta_d - K (theta - q))``."""
-    motors = physics[12]
+    motors = physics[13]
     n = motors.shape[1]
     if n == 0:
         return _link_acceleration(physics, x, xd, command, workspace)
@@ -224,8 +225,8 @@ def _acceleration(physics, x, xd, command, workspace):
 def _link_acceleration(physics, q, qd, command, workspace):
     """``a(q, qd) = M^-1 (tau_joint - h + sum_l J_l^T F_l)`` (eq. 9.89 with the forces of the module
     docstring) for the joint torque ``command``; ``(qdd, -1 or the singular joint)``."""
-    (topology, bodies, gravity, damping, friction, friction_velocity, lower, upper, omega,
-     wrench_bodies, wrench_points, wrench_values) = physics[:12]
+    (topology, bodies, gravity, armature, damping, friction, friction_velocity, lower, upper, omega,
+     wrench_bodies, wrench_points, wrench_values) = physics[:13]
     scratch, composite, world, M = workspace
     poses = scratch[0]
     n = q.shape[0]
@@ -240,10 +241,10 @@ def _link_acceleration(physics, q, qd, command, workspace):
         world_poses(topology, poses, world)
         add_wrench_torques(topology, bodies, world, wrench_bodies, wrench_points, wrench_values[0], tau)
     qdd = np.empty(n)
-    singular = forward_state(topology, bodies, gravity, q_row, qd_row, 0, tau,
+    singular = forward_state(topology, bodies, gravity, armature, q_row, qd_row, 0, tau,
                              scratch, composite, M, qdd)
     if beyond and singular < 0:
-        composite_rigid_body(topology, bodies, poses, composite, M)  # the solve overwrote M; cheaper than a copy each call
+        composite_rigid_body(topology, bodies, armature, poses, composite, M)  # the solve overwrote M; cheaper than a copy each call
         qdd += _limit_correction(M, q, qd, qdd, lower, upper, omega)
     return qdd, singular
 
@@ -260,7 +261,7 @@ def _evaluate(physics, effort_limit, q, qd, command):
     """:func:`_acceleration` of the saturated ``command``, from Python (the adaptive integrator,
     :meth:`Simulator.acceleration`); ``(qdd, -1 or the singular joint)``."""
     applied = np.minimum(np.maximum(command, -effort_limit), effort_limit)
-    return _acceleration(physics, q, qd, applied, _new_workspace(physics[0], physics[3].shape[0]))  # topology, damping
+    return _acceleration(physics, q, qd, applied, _new_workspace(physics[0], physics[4].shape[0]))  # topology, damping
 
 
 # --------------------------------------------------------------------------- the integrators
@@ -324,7 +325,7 @@ def _step(method, physics, effort_limit, commands, q, qd, h, out):
         if not math.isfinite(value):
             return BAD_COMMAND
     applied = np.minimum(np.maximum(commands, -effort_limit), effort_limit)
-    workspace = _new_workspace(physics[0], physics[3].shape[0])  # topology, damping: one per coordinate
+    workspace = _new_workspace(physics[0], physics[4].shape[0])  # topology, damping: one per coordinate
     if method == EULER:
         q_next, qd_next, singular = _euler(physics, applied, q, qd, h, workspace)
     elif method == SEMI_IMPLICIT_EULER:
@@ -526,7 +527,8 @@ class Simulator:
             # Rigid joints: a motor turns with its joint, its damping adds to the joint's (Spong Ex. 6.1).
             damping = model.damping if elastic else model.damping + model.motor_damping
             physics = Physics(
-                *(links_only(model) if elastic else model)._kernel_arrays,
+                *model._kernel_arrays,
+                armature=np.zeros(n) if elastic else np.array(model.armature),  # elastic: the rotors are the motors
                 damping=np.array(damping, dtype=float) if self.apply_damping else np.zeros(n),
                 friction=np.array(model.friction, dtype=float) if self.apply_friction else np.zeros(n),
                 friction_velocity=self.friction_velocity,

@@ -131,7 +131,8 @@ def test_energies(case):
 def test_regressor(case):
     xml, info, model, q, qd, qdd = case
     theta = rd.inertial_parameters(model)
-    assert theta.ndim == 1 and theta.size % 10 == 0
+    bodies = len(model.body_joints)
+    assert theta.shape == (10 * bodies + model.nv,)  # ten per body, then one rotor inertia per coordinate
     for k in range(len(q)):
         Y = rd.regressor(model, q[k], qd[k], qdd[k])
         assert Y.shape == (model.nv, theta.size)
@@ -147,15 +148,22 @@ def test_regressor(case):
                 welded.add(j.child)
                 changed = True
     moving_mass = sum(m for link, m in info.masses.items() if link not in welded)
-    assert_close(theta[0::10].sum(), moving_mass, "sum of body masses")
+    assert_close(theta[:10 * bodies:10].sum(), moving_mass, "sum of body masses")
     # Y does not depend on the inertial parameters: a payload changes theta, not Y
     link = [name for name in model.link_names if name not in welded][-1]
     heavy = model.with_payload(link, 1.7, [0.1, -0.2, 0.05], np.diag([0.01, 0.02, 0.03]))
     theta2 = rd.inertial_parameters(heavy)
-    assert_close(theta2[0::10].sum(), moving_mass + 1.7, "payload mass in theta")
+    assert_close(theta2[:10 * bodies:10].sum(), moving_mass + 1.7, "payload mass in theta")
     Y = rd.regressor(model, q[0], qd[0], qdd[0])
     assert_close(rd.regressor(heavy, q[0], qd[0], qdd[0]), Y, "Y independent of theta")
     assert_close(Y @ theta2, rd.inverse_dynamics(heavy, q[0], qd[0], qdd[0]), "Y theta' = tau'")
+    # the rotors too: their column is qdd, their parameter the armature
+    geared = model.with_armature(np.linspace(0.1, 0.9, model.nv))
+    theta3 = rd.inertial_parameters(geared)
+    assert_close(theta3[10 * bodies:], geared.armature, "armature in theta")
+    assert_close(rd.regressor(geared, q[0], qd[0], qdd[0]), Y, "Y independent of the armature")
+    assert_close(Y @ theta3, rd.inverse_dynamics(geared, q[0], qd[0], qdd[0]), "Y theta = tau with armature")
+    assert_close(Y[:, 10 * bodies:], np.diag(qdd[0]), "the armature's columns are qdd")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -80,7 +80,6 @@ def simulate(duration):
     from robot_dynamics.simulation import Simulator
 
     model, K = geared_arm()
-    links = model.with_armature(np.zeros(model.nv))
     J, w = model.armature, BANDWIDTH
     steps = int(round(duration / STEP))
     times = np.arange(steps + 1) * STEP
@@ -91,7 +90,7 @@ def simulate(duration):
 
     def rigid(k, q, qd, theta, theta_rate):  # joint angle = motor angle, as the rigid model says
         a = qdd_d[k] + 2 * w * (qd_d[k] - theta_rate) + w * w * (q_d[k] - theta)
-        return (rd.mass_matrix(links, theta) + np.diag(J)) @ a + rd.bias_forces(links, theta, theta_rate)
+        return rd.inverse_dynamics(model, theta, theta_rate, a)  # (M + J) a + h, rotors included
 
     def elastic(k, q, qd, theta, theta_rate):
         return u_d[k] + J * (w * w * (theta_d[k] - theta) + 2 * w * (theta_d_rate[k] - theta_rate))
