@@ -60,7 +60,9 @@ def load_urdf(source, mimic=True):
     xml = _read(source)
     model = _build(_parse(xml), mimic)
     armature, motor_damping = reflected_motor_terms(ET.fromstring(xml), model)
-    return model.with_armature(armature, motor_damping)
+    model = model.with_armature(armature, motor_damping)
+    _warn_massless_joints(model)  # a rotor alone gives a joint inertia
+    return model
 
 
 def _read(source):
@@ -309,7 +311,6 @@ def _build(robot, mimic):
         bodies=read_only(bodies),
         frames=frames,
     )
-    _warn_massless_joints(model)
     return model
 
 

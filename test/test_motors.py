@@ -142,6 +142,19 @@ def test_unreadable_transmissions_are_skipped_with_a_warning_naming_them(xml, me
     np.testing.assert_array_equal(model.armature, [0, 0])
 
 
+def test_a_rotor_gives_a_massless_joint_inertia():
+    xml = two_link_with(drake_transmission("elbow", 30, 2e-4)).replace(
+        '<inertial><origin xyz="1 0 0"/><mass value="1"/>\n      <inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/></inertial>\n  </link>\n  <link name="tip"/>',
+        '</link>\n  <link name="tip"/>')
+    assert xml.count("<mass") == 1  # the forearm is massless
+    with pytest.warns(UserWarning, match="joint 'elbow' moves no mass"):
+        rd.load_urdf(xml.replace('<drake:rotor_inertia value="0.0002"/>', ""))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = rd.load_urdf(xml)
+    np.testing.assert_allclose(rd.mass_matrix(model, [0, 0])[1, 1], 0.18)
+
+
 def test_with_armature_returns_a_new_model():
     arm = rd.load_urdf(rd.examples.TWO_LINK_URDF)
     geared = arm.with_armature({"shoulder": 0.3}, motor_damping=[0.1, 0.2])
