@@ -18,7 +18,9 @@ compared with M^-1 tau, so nothing but the command moves the arm).  A second pro
 - ~/pause freezes time and state; ~/reset restores the initial state;
 - an absurd wrench (1e300 N) makes the state non-finite: integration stops, /diagnostics says so
   (ERROR), joint_states keep coming, finite, with a frozen stamp; ~/reset recovers;
-- real_time_factor 0 runs faster than real time; /clock is the stamps' time base.
+- real_time_factor 0 runs faster than real time; /clock is the stamps' time base;
+- elastic joints (joint_stiffness, armature): motor_states with the stamps of joint_states, the
+  motors at the links after ~/reset, the springs deflected under gravity.
 """
 
 import math
@@ -377,6 +379,40 @@ def test_as_fast_as_possible_with_clock(harness, tmp_path):
         for series in (np.array(ticks), stamps):
             assert np.allclose(series / 0.002, np.round(series / 0.002), atol=1e-6)
         assert len(ticks) > 100 and ticks[0] < stamps[-1] and stamps[0] < ticks[-1]
+    finally:
+        code = process.stop()
+        assert code == 0, f"simulator exited with {code}:\n{process.log()}"
+
+
+def test_elastic_joints_publish_motor_states(harness, tmp_path):
+    """joint_stiffness: motor_states comes with every joint_states (same stamp and names), the motors
+    start at the links, and under gravity the springs deflect: the motors lead the sagging links."""
+    from robot_dynamics.robots import bundled_urdf
+
+    params = write_params(tmp_path / "elastic.yaml", {
+        "robot_description": bundled_urdf("planar_2r").read_text(), "armature": [0.5, 0.5],
+        "joint_stiffness": [400.0, 400.0], "apply_damping": False, "apply_friction": False, "command_timeout": 0.0,
+    })
+    namespace = "/elastic"
+    states = collect(harness, JointState, f"{namespace}/joint_states")
+    motors = collect(harness, JointState, f"{namespace}/motor_states")
+    process = NodeProcess("simulator_node", tmp_path / "elastic.log", params, namespace=namespace)
+    try:
+        first = motors.wait_for(timeout=START_TIMEOUT, what="motor_states of the elastic simulator").msg
+        assert list(first.name) == ["theta1", "theta2"]
+        node = f"{namespace}/robot_dynamics_simulator"
+        assert harness.call(SetBool, f"{node}/pause", SetBool.Request(data=True)).success
+        assert harness.call(Trigger, f"{node}/reset", Trigger.Request()).success
+        time.sleep(0.3)  # paused: the reset state keeps being published
+        np.testing.assert_array_equal(motors.messages[-1].msg.position, states.messages[-1].msg.position)  # relaxed
+        assert harness.call(SetBool, f"{node}/pause", SetBool.Request(data=False)).success
+        time.sleep(0.5)
+        by_stamp = {stamp(r.msg): r.msg for r in states.messages}
+        pairs = [(r.msg, by_stamp[stamp(r.msg)]) for r in motors.messages if stamp(r.msg) in by_stamp]
+        assert len(pairs) > 50  # every motor_states has the stamp of a joint_states
+        motor, link = pairs[-1]
+        assert np.abs(np.subtract(motor.position, link.position)).max() > 1e-3  # the springs carry the arm
+        assert np.all(np.isfinite(motor.position)) and np.all(np.isfinite(motor.velocity))
     finally:
         code = process.stop()
         assert code == 0, f"simulator exited with {code}:\n{process.log()}"

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import control
 from ..model import RobotModel
-from .parameters import Parameter, duplicates, float_list, require_joints
+from .parameters import MOTOR_PARAMETERS, Parameter, duplicates, float_list, name_list, require_joints, with_armature
 
 __all__ = ["COMMAND_SOURCES", "PARAMETERS", "TOPICS", "Desired", "Plan", "Settings", "coerce_setting",
            "compile_plan", "servo_terms"]
@@ -41,6 +41,8 @@ class Settings:
     desired_timeout: float = 0.1
     publish_mass_matrix: bool = True
     publish_bias_torques: bool = True
+    motor_joint_names: tuple = ()
+    armature: tuple = ()
 
 
 _D = Settings()
@@ -75,6 +77,7 @@ PARAMETERS = (
               "double", low=1e-3, high=60.0),
     Parameter("publish_mass_matrix", _D.publish_mass_matrix, "Publish mass_matrix.", "bool"),
     Parameter("publish_bias_torques", _D.publish_bias_torques, "Publish bias_torques.", "bool"),
+    *MOTOR_PARAMETERS,
 )
 
 #: (topic, type, direction, what) for --help
@@ -119,6 +122,10 @@ def coerce_setting(field: str, value):
         if len(set(names)) != len(names):
             raise ValueError(f"joints has duplicate names: {duplicates(names)}")
         return names
+    if field == "motor_joint_names":
+        return name_list(field, value)
+    if field == "armature":
+        return float_list(field, value, strict=False)
     if field == "command_source":
         if value not in COMMAND_SOURCES:
             raise ValueError(f"command_source must be one of {', '.join(COMMAND_SOURCES)}; got {value!r}")
@@ -139,7 +146,7 @@ class Plan:
     """Everything the hot path needs, derived once from a parsed model and the settings."""
 
     base: RobotModel  # as parsed from the URDF
-    model: RobotModel  # with the gravity and payload settings applied
+    model: RobotModel  # with the gravity, armature and payload settings applied
     settings: Settings
     names: list  # output joint names (one list object, reused in every message)
     out: np.ndarray  # model index of each output joint
@@ -155,7 +162,7 @@ class Plan:
 
 def compile_plan(base: RobotModel, s: Settings) -> Plan:
     """``base`` + settings -> :class:`Plan`; ``ValueError`` naming the problem otherwise."""
-    model = base.with_gravity(s.gravity)
+    model = with_armature(base.with_gravity(s.gravity), s.motor_joint_names, s.armature)
     if s.payload_link:
         if s.payload_link not in model.link_names:
             raise ValueError(f"payload.link {s.payload_link!r} is not a link of robot {base.name!r}")

@@ -14,9 +14,11 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+import numpy as np
+
 __all__ = [
-    "DESCRIPTION_PARAMETERS", "Parameter", "Rejected", "bounded_float", "duplicates", "float_list", "name_list",
-    "require_joints",
+    "DESCRIPTION_PARAMETERS", "MOTOR_PARAMETERS", "Parameter", "Rejected", "bounded_float", "duplicates", "float_list",
+    "motor_values", "name_list", "require_joints", "with_armature",
 ]
 
 #: parameter types (rclpy's ParameterType names); ``None``: dynamically typed
@@ -58,6 +60,38 @@ DESCRIPTION_PARAMETERS = (
               "parameter is fetched when neither the own parameter nor the robot_description topic "
               "gives a URDF.", "string"),
 )
+
+
+#: The motor parameters of the dynamics and simulator nodes (``docs/motors.md``).
+MOTOR_PARAMETERS = (
+    Parameter("motor_joint_names", [], "Joints that armature (and the simulator's joint_stiffness) give values "
+              "for, in that order; empty = every joint, in model order."),
+    Parameter("armature", [], "Reflected rotor inertia r^2 J_m per motor_joint_names entry, kg m^2 (kg for a "
+              "prismatic joint), >= 0; overrides the URDF <transmission>; empty = the URDF's."),
+)
+
+
+def motor_values(model, names: tuple, values: tuple, what: str) -> dict:
+    """``{model index: value}`` of a per-joint motor parameter ``what`` given for ``names`` (empty: every
+    joint in model order); ``ValueError`` naming the problem (wrong count, unknown joint, negative)."""
+    names = names or model.joint_names
+    require_joints(model, names, "motor_joint_names")
+    if len(values) != len(names):
+        raise ValueError(f"{what} has {len(values)} values; expected one per motor_joint_names entry "
+                         f"({len(names)}: {list(names)}), or none")
+    if any(v < 0 for v in values):
+        raise ValueError(f"{what} must be >= 0, got {list(values)}")
+    return {model.joint_names.index(n): v for n, v in zip(names, values)}
+
+
+def with_armature(model, names: tuple, armature: tuple):
+    """``model`` with the ``armature`` parameter applied (unchanged when it is empty)."""
+    if not armature:
+        return model
+    values = np.array(model.armature)
+    for i, value in motor_values(model, names, armature, "armature").items():
+        values[i] = value
+    return model.with_armature(values)
 
 
 # --- value checks (ValueError names the parameter and the problem) --------------------------------

@@ -7,6 +7,9 @@ Executable ``simulator_node``, default node name ``robot_dynamics_simulator``
   velocity and effort = the actuator torque actually applied (after saturation), the ``joints``
   first, then the other joints of the model; ``/clock`` (rosgraph_msgs/Clock) when
   ``publish_clock``; ``/diagnostics`` once a second;
+* with elastic joints (``joint_stiffness``), ``motor_states`` (sensor_msgs/JointState) with every
+  ``joint_states`` message, same stamp and names: the motor positions and velocities reflected to
+  the link side (rad, rad/s; ``docs/motors.md``) and the applied motor torque;
 * ``effort_command`` (std_msgs/Float64MultiArray, the ``joints`` order), ``effort_command_named``
   (sensor_msgs/JointState, efforts by name, any subset), ``external_wrench``
   (geometry_msgs/WrenchStamped, at the link named by ``header.frame_id``, world-aligned axes, at
@@ -78,7 +81,7 @@ class SimulatorNode(RobotNode):
         self._n_steps = self._n_published = 0
         self._stats_wall = time.monotonic()
         self._stats_sim = 0.0
-        self._clock_pub = None
+        self._clock_pub = self._motor_pub = None
 
         self._pub_states = self.create_publisher(JointState, "joint_states", OUTPUT_QOS)
         self.create_subscription(Float64MultiArray, "effort_command", self._on_effort_command, INPUT_QOS)
@@ -99,7 +102,7 @@ class SimulatorNode(RobotNode):
         take over new settings of the same model."""
         self._state_writer = JointStateWriter(plan.state_names)
         new = plan.settings
-        if self._plan is not None and plan.base is self._plan.base:
+        if self._plan is not None and plan.base is self._plan.base and plan.stiffness == self._plan.stiffness:
             sim = self._sim
             sim.model = plan.model
             configure(sim, new)
@@ -114,14 +117,15 @@ class SimulatorNode(RobotNode):
             return
         model, log = plan.base, self.get_logger()
         if self._plan is not None:
-            log.warn(f"new robot_description from {source}: the simulation restarts from the initial state")
+            why = "joint_stiffness changed" if plan.base is self._plan.base else f"new robot_description from {source}"
+            log.warn(f"{why}: the simulation restarts from the initial state")
         text = f"robot {model.name!r} from {source}: {model.nv} joints {list(model.joint_names)}"
         log.info(f"simulating {text} with {new.integrator} at {new.physics_rate:g} Hz")
         for note in plan.notes:
             log.warn(note)
         self._model_status = (DiagnosticStatus.OK, "simulating " + text)
         t = self._sim.t if self._sim is not None else 0.0  # time never runs backwards
-        self._sim = Simulator(plan.model, plan.q0, plan.qd0, t=t)
+        self._sim = Simulator(plan.model, plan.q0, plan.qd0, t=t, joint_stiffness=plan.stiffness or None)
         configure(self._sim, new)
         self._commands = Commands(plan.model.nv)
         self._wrenches = {}
@@ -289,6 +293,11 @@ class SimulatorNode(RobotNode):
         self._pub_states.publish(self._state_writer.serialize(
             sec, nanosec, sim.q[order], sim.qd[order], sim.applied_effort[order]))
         self._n_published += 1
+        if plan.stiffness:
+            if self._motor_pub is None:
+                self._motor_pub = self.create_publisher(JointState, "motor_states", OUTPUT_QOS)
+            self._motor_pub.publish(self._state_writer.serialize(
+                sec, nanosec, sim.motor_q[order], sim.motor_qd[order], sim.applied_effort[order]))
         if self._settings.publish_clock:
             if self._clock_pub is None:
                 self._clock_pub = self.create_publisher(Clock, "/clock", OUTPUT_QOS)

@@ -14,7 +14,8 @@ import numpy as np
 
 from ..model import RobotModel
 from ..simulation import DEFAULT_FRICTION_VELOCITY, INTEGRATORS
-from .parameters import Parameter, bounded_float, float_list, name_list, require_joints
+from ..elastic import stiffness_vector
+from .parameters import MOTOR_PARAMETERS, Parameter, bounded_float, float_list, motor_values, name_list, require_joints, with_armature
 
 __all__ = ["PARAMETERS", "SERVICES", "TOPICS", "Plan", "Settings", "coerce_setting", "compile_plan", "configure"]
 
@@ -39,6 +40,9 @@ class Settings:
     enforce_effort_limits: bool = True
     enforce_position_limits: bool = True
     command_timeout: float = 0.1
+    motor_joint_names: tuple = ()
+    armature: tuple = ()
+    joint_stiffness: tuple = ()
 
 
 _D = Settings()
@@ -75,6 +79,10 @@ PARAMETERS = (
               "limits at the URDF position limits.", "bool"),
     Parameter("command_timeout", _D.command_timeout, "A joint's command older than this (simulated s) "
               "becomes zero torque (warned once); 0 = never."),
+    *MOTOR_PARAMETERS,
+    Parameter("joint_stiffness", [], "Elastic joints (Spong Ex. 6.2): the gears' stiffness per motor_joint_names "
+              "entry, N m/rad (N/m), > 0 for every joint, each with a positive armature; empty = rigid joints. "
+              "The effort command is then the motor torque, and motor_states carries the motors."),
 )
 
 #: (topic, type, direction, what) for --help
@@ -85,6 +93,8 @@ TOPICS = (
      "world-aligned axes"),
     ("robot_description", "std_msgs/String", "in", "latched URDF (when the parameter is empty)"),
     ("joint_states", "sensor_msgs/JointState", "out", "position, velocity, applied effort at publish_rate"),
+    ("motor_states", "sensor_msgs/JointState", "out", "with joint_stiffness: motor position and velocity "
+     "(link side), applied motor torque, as joint_states"),
     ("/clock", "rosgraph_msgs/Clock", "out", "simulated time, with publish_clock"),
     ("/diagnostics", "diagnostic_msgs/DiagnosticArray", "out", "model and simulation, once a second"),
 )
@@ -98,9 +108,9 @@ def coerce_setting(name: str, value):
     """Parameter value -> Settings field value; ValueError (the reason) when invalid."""
     if name == "gravity":
         return float_list(name, value, 3, strict=False)
-    if name in ("joints", "initial_joint_names"):
+    if name in ("joints", "initial_joint_names", "motor_joint_names"):
         return name_list(name, value)
-    if name in ("initial_positions", "initial_velocities"):
+    if name in ("initial_positions", "initial_velocities", "armature", "joint_stiffness"):
         return float_list(name, value, strict=False)
     if name == "physics_rate":
         return bounded_float(name, value, 1.0, 100_000.0)
@@ -126,7 +136,7 @@ class Plan:
     """The parameters applied to one parsed model: everything the node's hot path needs."""
 
     base: RobotModel           # as parsed
-    model: RobotModel          # with the gravity setting
+    model: RobotModel          # with the gravity and armature settings
     settings: Settings
     command_index: np.ndarray  # model index of each entry of effort_command (the `joints` order)
     command_names: tuple
@@ -135,6 +145,7 @@ class Plan:
     index: dict                # joint name -> model index
     q0: np.ndarray             # the initial (and reset) state, model order
     qd0: np.ndarray
+    stiffness: tuple           # K of the elastic joints (model order); (): rigid joints
     notes: tuple               # warnings worth logging once (e.g. an initial position beyond a limit)
 
 
@@ -146,7 +157,14 @@ def compile_plan(base: RobotModel, s: Settings) -> Plan:
     zeros.  A joint not named starts at rest at 0, or at the nearest position limit when 0 is
     outside its range.
     """
-    model = base.with_gravity(s.gravity)
+    model = with_armature(base.with_gravity(s.gravity), s.motor_joint_names, s.armature)
+    stiffness = ()
+    if s.joint_stiffness:
+        given = motor_values(model, s.motor_joint_names, s.joint_stiffness, "joint_stiffness")
+        missing = [n for i, n in enumerate(model.joint_names) if i not in given]
+        if missing:
+            raise ValueError(f"joint_stiffness: elastic joints need a stiffness for every joint; none for {missing}")
+        stiffness = tuple(stiffness_vector(model, [given[i] for i in range(model.nv)]).tolist())
     index = {n: i for i, n in enumerate(model.joint_names)}
     command_names = s.joints or model.joint_names
     require_joints(model, command_names, "joints")
@@ -178,7 +196,8 @@ def compile_plan(base: RobotModel, s: Settings) -> Plan:
         for i in np.flatnonzero((q0 < lower) | (q0 > upper))
     )
     return Plan(base=base, model=model, settings=s, command_index=command_index, command_names=tuple(command_names),
-                state_index=state_index, state_names=state_names, index=index, q0=q0, qd0=qd0, notes=notes)
+                state_index=state_index, state_names=state_names, index=index, q0=q0, qd0=qd0, stiffness=stiffness,
+                notes=notes)
 
 
 def configure(simulator, s: Settings) -> None:
