@@ -597,8 +597,8 @@ def compile_kernels(progress):
     """
     from robot_dynamics.warm_up import warm_up
 
-    progress.done("compiling the dynamics kernels (first run after installing only; "
-                  "about 30 s, later runs load them in about 1 s) ...")
+    progress.done("compiling the dynamics kernels (first run after installing only: about 30 s on two "
+                  "free cores, longer on a busy machine; later runs load them in about 1 s) ...")
     started = time.monotonic()
     warm_up()
     progress.done(f"dynamics kernels ready in {time.monotonic() - started:.1f} s")
@@ -613,6 +613,10 @@ def run_demo(args, model, path, load_warnings=()):
         raise DemoError("--duration must be positive")
     if args.domain_id is not None and not (0 <= args.domain_id <= 101 or 215 <= args.domain_id <= 232):
         raise DemoError(f"--domain-id {args.domain_id}: Fast DDS accepts 0-101 and 215-232")
+    env = processes.ros_environment(args.domain_id)
+    print(f"robot_dynamics demo: {model.name} ({model.nv} coordinates) from {path}", flush=True)
+    print(f"  simulator + dynamics node + trajectory publisher, ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} "
+          f"(localhost only), {args.duration:g} s per run", flush=True)
     for module, extra in (("rclpy", "ros"), ("sensor_msgs", "ros"), ("trajectory_msgs", "ros"),
                           ("std_srvs", "ros")) + (() if args.no_plot else (("matplotlib", "demo"),)):
         try:
@@ -626,7 +630,6 @@ def run_demo(args, model, path, load_warnings=()):
         except ImportError as error:
             raise DemoError(f"the demo needs the {name} executable, which cannot be imported: {error}") from None
 
-    env = processes.ros_environment(args.domain_id)
     # this process (the recorder) joins the same private graph
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
@@ -636,9 +639,6 @@ def run_demo(args, model, path, load_warnings=()):
     log_dir = args.log_dir or workdir / "logs"
     urdf_text = path.read_text()
     progress = _Progress(args.quiet)
-    print(f"robot_dynamics demo: {model.name} ({model.nv} coordinates) from {path}", flush=True)
-    print(f"  simulator + dynamics node + trajectory publisher, ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} "
-          f"(localhost only), {args.duration:g} s per run", flush=True)
 
     dynamics_config = graph.config_values(graph.config_file("dynamics.yaml"))
     kp = float(np.atleast_1d(dynamics_config.get("kp", 100.0))[0])
