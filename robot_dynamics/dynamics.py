@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from .kernels import (
-    ABSENT, NO_ROTORS, POSE_COLUMNS, ZERO3, add_joint_pair, as_states, composite_rigid_body, external_torques, finite,
+    POSE_COLUMNS, ZERO3, add_joint_pair, as_states, composite_rigid_body, external_torques, finite,
     forward_state, inertia, jacobian_column, joint_poses, matching, newton_euler, pose, store, unbatch, vec,
     workspace, world_poses,
 )
@@ -32,7 +32,7 @@ njit = numba.njit(cache=True)
 @njit
 def _inverse(topology, bodies, gravity, armature, q, qd, qdd):
     """Newton-Euler (:func:`kernels.newton_euler`) on every state, plus the rotors' ``armature qdd``
-    (Spong Ex. 6.1); ``qd``/``qdd`` may be ``ABSENT``."""
+    (Spong Ex. 6.1); ``qd``/``qdd`` without rows are zero."""
     count, n = q.shape
     scratch = workspace(topology.shape[0])
     tau = np.empty((count, n))
@@ -53,13 +53,13 @@ def _inverse(topology, bodies, gravity, armature, q, qd, qdd):
 @njit
 def _gravity(topology, bodies, gravity, q):
     """``g(q) = ID(q, 0, 0)``; its own entry point because each argument costs ~0.1 us at the 1 kHz call."""
-    return _inverse(topology, bodies, gravity, NO_ROTORS, q, ABSENT, ABSENT)
+    return _inverse(topology, bodies, gravity, gravity[:0], q, q[:0], q[:0])  # [:0]: none, of the same type
 
 
 @njit
 def _bias(topology, bodies, gravity, q, qd):
     """``h(q, qd) = ID(q, qd, 0)``, its own entry point for the same reason."""
-    return _inverse(topology, bodies, gravity, NO_ROTORS, q, qd, ABSENT)
+    return _inverse(topology, bodies, gravity, gravity[:0], q, qd, q[:0])
 
 
 @njit
@@ -207,7 +207,7 @@ def _coriolis(topology, bodies, q, qd):
         if not finite(qd, k):
             raise ValueError("qd contains NaN or inf")
         # its forward loop leaves T_{parent,i} and the body twists V_i (the bias it computes is unused)
-        newton_euler(topology, bodies, no_gravity, q, qd, ABSENT, k, scratch, bias)
+        newton_euler(topology, bodies, no_gravity, q, qd, qd[:0], k, scratch, bias)
         poses, twists = scratch[0], scratch[1]
         world_poses(topology, poses, world)
         for i in range(nb):

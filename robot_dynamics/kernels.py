@@ -32,8 +32,6 @@ njit = numba.njit(cache=True)
 inline = numba.njit(cache=True, inline="always")
 
 FLOAT64 = np.dtype(np.float64)
-ABSENT = np.empty((0, 0))  # passed for qd or qdd: "this input is zero" (gravity: ID(q, 0, 0))
-NO_ROTORS = np.empty(0)  # passed for the armature where no joint acceleration multiplies it
 ZERO3 = (0.0, 0.0, 0.0)
 POSE_COLUMNS = 12  # a pose row: rotation (row-major), then origin
 _R, _P, _W, _U = ORIGIN_R.start, ORIGIN_P.start, SCREW.start, SCREW.start + 3
@@ -227,7 +225,8 @@ def newton_euler(topology, bodies, gravity, q, qd, qdd, k, scratch, tau):
     ``V_0 = 0, Vdot_0 = (0, -g)``: gravity enters once, as a fictitious base acceleration.
     Backward, from the leaves: ``F_i = G_i Vdot_i - ad_{V_i}^T G_i V_i + sum_children Ad^T F_child``
     (9.56) and ``tau_i = A_i^T F_i`` (9.57).  The joints' ``q_i, qd_i, qdd_i`` are ``E q + o``,
-    ``E qd``, ``E qdd`` and ``tau = E^T tau_joints``.  ``qd``/``qdd`` may be ``ABSENT`` (zero).
+    ``E qd``, ``E qdd`` and ``tau = E^T tau_joints``.  ``qd``/``qdd`` may have no rows (``x[:0]``, a view
+    of the same type, so one compiled version serves): zero.
     ``scratch`` is a :func:`workspace`; ``T_{parent,i}``, ``V_i`` and ``Vdot_i`` are left in it.
     """
     poses, twists, accelerations, wrenches, joints = scratch
@@ -318,8 +317,8 @@ def composite_rigid_body(topology, bodies, armature, poses, composite, M):
 # ----------------------------------------------------------------------------- forward dynamics
 
 @njit
-def cholesky_solve(M, b):
-    """Solve ``M x = b`` in place by Cholesky ``M = L L^T`` (never forming ``M^-1``).
+def cholesky_factor(M):
+    """``M = L L^T`` in place (``L`` in the lower triangle; the upper one is left alone).
 
     Returns -1, or the first index whose pivot is not positive (``M`` singular there).
     """
@@ -339,17 +338,35 @@ def cholesky_solve(M, b):
             for c in range(j):
                 value -= M[r, c] * M[j, c]
             M[r, j] = value / M[j, j]
+    return -1
+
+
+@njit
+def cholesky_substitute(L, b):
+    """Solve ``L L^T x = b`` in place, ``L`` from :func:`cholesky_factor`."""
+    n = L.shape[0]
     for r in range(n):  # L y = b
         value = b[r]
         for c in range(r):
-            value -= M[r, c] * b[c]
-        b[r] = value / M[r, r]
+            value -= L[r, c] * b[c]
+        b[r] = value / L[r, r]
     for r in range(n - 1, -1, -1):  # L^T x = y
         value = b[r]
         for c in range(r + 1, n):
-            value -= M[c, r] * b[c]
-        b[r] = value / M[r, r]
-    return -1
+            value -= L[c, r] * b[c]
+        b[r] = value / L[r, r]
+
+
+@njit
+def cholesky_solve(M, b):
+    """Solve ``M x = b`` in place by Cholesky ``M = L L^T`` (never forming ``M^-1``); ``M`` is overwritten.
+
+    Returns -1, or the first index whose pivot is not positive (``M`` singular there).
+    """
+    singular = cholesky_factor(M)
+    if singular < 0:
+        cholesky_substitute(M, b)
+    return singular
 
 
 @njit
@@ -360,7 +377,7 @@ def forward_state(topology, bodies, gravity, armature, q, qd, k, tau, scratch, c
     ``scratch`` is a :func:`workspace`.  Returns -1, or the first coordinate at which ``M`` is
     singular.  Leaves the poses of state ``k`` in ``scratch[0]``.
     """
-    newton_euler(topology, bodies, gravity, q, qd, ABSENT, k, scratch, qdd)
+    newton_euler(topology, bodies, gravity, q, qd, qd[:0], k, scratch, qdd)
     for c in range(qdd.shape[0]):
         qdd[c] = tau[c] - qdd[c]
     composite_rigid_body(topology, bodies, armature, scratch[0], composite, M)

@@ -11,7 +11,7 @@ import numpy as np
 
 from .dynamics import mass_matrix
 from .kernels import (
-    ABSENT, POSE_COLUMNS, as_states, finite, inertia, jacobian_column, joint_poses, newton_euler, point_in_world,
+    POSE_COLUMNS, as_states, finite, inertia, jacobian_column, joint_poses, newton_euler, point_in_world,
     unbatch, vec, workspace, world_poses,
 )
 from .model import FIRST_FACTOR, FIRST_MASTER, FIRST_MOMENT, MASS, MASTERS, PARENT
@@ -79,7 +79,7 @@ def _kinetic(topology, bodies, armature, q, qd):
         if not finite(qd, k):
             raise ValueError("qd contains NaN or inf")
         # its forward loop leaves the body twists V_i (the bias it computes is unused)
-        newton_euler(topology, bodies, no_gravity, q, qd, ABSENT, k, scratch, bias)
+        newton_euler(topology, bodies, no_gravity, q, qd, qd[:0], k, scratch, bias)
         twists = scratch[1]
         for i in range(nb):
             omega, v = vec(twists, i, 0), vec(twists, i, 3)

@@ -100,7 +100,9 @@ from scipy.integrate import solve_ivp
 from . import kinematics as _kinematics
 from .control import friction_torque
 from .elastic import elastic_energy, stiffness_vector
-from .kernels import add_wrench_torques, composite_rigid_body, forward_state, joint_poses, workspace, world_poses, wrench_arrays
+from .kernels import (
+    add_wrench_torques, cholesky_solve, cholesky_substitute, forward_state, joint_poses, workspace, world_poses, wrench_arrays,
+)
 
 njit = numba.njit(cache=True)
 
@@ -145,8 +147,10 @@ step) and unpack it in this order."""
 # --------------------------------------------------------------------------- the right-hand side
 
 @njit
-def _limit_correction(M, q, qd, free, lower, upper, omega):
+def _limit_correction(L, q, qd, free, lower, upper, omega):
     """``M^-1[:, A] tau_A``: the acceleration the position limits add (module docstring, "Position limits").
+
+    ``L`` holds the Cholesky factor of ``M`` (``M = L L^T``) that the forward solve left.
 
     For the joints ``A`` beyond a limit (penetration ``p``, inward direction ``s``) the limit
     torques make ``qdd_A = s (w^2 p + 2 w dp/dt)``: ``(M^-1)_AA tau_A = s (w^2 p + 2 w dp/dt) - free_A``,
@@ -171,10 +175,12 @@ def _limit_correction(M, q, qd, free, lower, upper, omega):
     out = np.zeros(n)
     if count == 0:
         return out
-    units = np.zeros((n, count))
+    columns = np.zeros((n, count))  # columns A of M^-1, by substitution (never an inverse)
     for k in range(count):
-        units[joints[k], k] = 1.0
-    columns = np.linalg.solve(M, units)  # columns A of M^-1, by a solve (never an inverse)
+        column = np.zeros(n)
+        column[joints[k]] = 1.0
+        cholesky_substitute(L, column)
+        columns[:, k] = column
     active = np.ones(count, dtype=np.bool_)
     for _ in range(count):
         rows = np.flatnonzero(active)
@@ -185,7 +191,9 @@ def _limit_correction(M, q, qd, free, lower, upper, omega):
             rhs[a] = target[rows[a]] - free[joints[rows[a]]]
             for b in range(m):
                 W[a, b] = columns[joints[rows[a]], rows[b]]
-        tau = np.linalg.solve(W, rhs)  # (M^-1)_AA is symmetric positive definite
+        if cholesky_solve(W, rhs) >= 0:  # (M^-1)_AA is positive definite: only a non-finite state gets here
+            return out
+        tau = rhs
         worst, worst_push = -1, 0.0
         for a in range(m):
             push = inward[rows[a]] * tau[a]
@@ -202,22 +210,23 @@ def _limit_correction(M, q, qd, free, lower, upper, omega):
     return out
 
 
-@njit
+@numba.njit(cache=True, inline="always")  # inlined: one optimisation level less to compile
 def _acceleration(physics, x, xd, command, workspace):
     """The state's acceleration under the saturated actuator torque ``command``; ``(acceleration, -1 or the
     singular joint)``.  Rigid joints: ``x = q``, :func:`_link_acceleration`.  Elastic joints (module
     docstring, "Elastic joints"): ``x = (q, theta)``, the links driven by the springs ``K (theta - q)``
     and the motors by ``command``: ``theta_dd = J^-1 (command - B_m theta_d - K (theta - q))``."""
     motors = physics[13]
-    n = motors.shape[1]
-    if n == 0:
-        return _link_acceleration(physics, x, xd, command, workspace)
-    stiffness, rotor_inertia, motor_damping = motors[0], motors[1], motors[2]
-    spring = stiffness * (x[n:] - x[:n])
-    qdd, singular = _link_acceleration(physics, x[:n], xd[:n], spring, workspace)
+    elastic = motors.shape[1] > 0
+    n = motors.shape[1] if elastic else x.shape[0]
+    drive = motors[0] * (x[n:] - x[:n]) if elastic else command  # what drives the links: the springs, or the motors
+    # one call site: the link dynamics are inlined here, and a second copy would double their compile time
+    qdd, singular = _link_acceleration(physics, x[:n], xd[:n], drive, workspace)
+    if not elastic:
+        return qdd, singular
     acceleration = np.empty(2 * n)
     acceleration[:n] = qdd
-    acceleration[n:] = (command - motor_damping * xd[n:] - spring) / rotor_inertia
+    acceleration[n:] = (command - motors[2] * xd[n:] - drive) / motors[1]  # J theta_dd = u - B_m theta_d - K (theta - q)
     return acceleration, singular
 
 
@@ -236,16 +245,16 @@ def _link_acceleration(physics, q, qd, command, workspace):
         tau[i] = command[i] - friction_torque(damping[i], friction[i], friction_velocity, qd[i])
         beyond = beyond or q[i] < lower[i] or q[i] > upper[i]
     q_row, qd_row = q.reshape(1, n), qd.reshape(1, n)
+    state = n - n  # the only state, 0, as a variable: a literal 0 would compile a second copy of the kernels
     if wrench_bodies.shape[0] > 0:
-        joint_poses(topology, bodies, q_row, 0, poses)
+        joint_poses(topology, bodies, q_row, state, poses)
         world_poses(topology, poses, world)
         add_wrench_torques(topology, bodies, world, wrench_bodies, wrench_points, wrench_values[0], tau)
     qdd = np.empty(n)
-    singular = forward_state(topology, bodies, gravity, armature, q_row, qd_row, 0, tau,
+    singular = forward_state(topology, bodies, gravity, armature, q_row, qd_row, state, tau,
                              scratch, composite, M, qdd)
     if beyond and singular < 0:
-        composite_rigid_body(topology, bodies, armature, poses, composite, M)  # the solve overwrote M; cheaper than a copy each call
-        qdd += _limit_correction(M, q, qd, qdd, lower, upper, omega)
+        qdd += _limit_correction(M, q, qd, qdd, lower, upper, omega)  # the solve left M's Cholesky factor in M
     return qdd, singular
 
 
@@ -266,49 +275,42 @@ def _evaluate(physics, effort_limit, q, qd, command):
 
 # --------------------------------------------------------------------------- the integrators
 
-@njit
-def _euler(physics, commands, q, qd, h, workspace):
-    """Explicit Euler (Lynch & Park §9.5): ``q+ = q + h qd``, ``qd+ = qd + h a(t, q, qd)``."""
-    a, singular = _acceleration(physics, q, qd, commands[0], workspace)
-    return q + h * qd, qd + h * a, singular
+# Classical Runge-Kutta 4 on x = (q, qd), dx/dt = (qd, a(t, q, qd)), as its Butcher tableau: stage i
+# evaluates k_i = f(t + c_i h, x + c_i h k_{i-1}) and x+ = x + h sum_i w_i k_i.  Euler is its first
+# stage alone (c = 0, w = 1).  The stages share one call of _acceleration: its code is compiled once.
+RK4_NODES = (0.0, 0.5, 0.5, 1.0)
+RK4_WEIGHTS = (1.0 / 6.0, 2.0 / 6.0, 2.0 / 6.0, 1.0 / 6.0)
+RK4_COMMAND_ROWS = (0, 1, 1, 2)  # the stage's instant among the command rows t, t + h/2, t + h
 
 
-@njit
-def _semi_implicit_euler(physics, commands, q, qd, h, workspace):
-    """Semi-implicit (symplectic) Euler: ``qd+ = qd + h a(t, q, qd)``, ``q+ = q + h qd+``."""
-    a, singular = _acceleration(physics, q, qd, commands[0], workspace)
-    qd_next = qd + h * a
-    return q + h * qd_next, qd_next, singular
+@numba.njit(cache=True, inline="always")  # inlined into _step: one optimisation level less to compile
+def _integrate(method, physics, commands, q, qd, h, workspace):
+    """``(q+, qd+, -1 or the singular joint)`` after one step of ``method``:
 
+    - ``EULER`` (Lynch & Park §9.5): ``q+ = q + h qd``, ``qd+ = qd + h a(t, q, qd)``;
+    - ``SEMI_IMPLICIT_EULER`` (symplectic): ``qd+ = qd + h a(t, q, qd)``, ``q+ = q + h qd+``;
+    - ``RK4``: with ``k_i = (v_i, a_i)``: ``v1 = qd``, ``v2 = qd + h/2 a1``, ``v3 = qd + h/2 a2``,
+      ``v4 = qd + h a3``, ``a_i = a(t + c_i h, q + c_i h v_(i-1), v_i)``, ``x+ = x + h/6 (k1 + 2 k2 + 2 k3 + k4)``.
 
-@njit
-def _rk4(physics, commands, q, qd, h, workspace):
-    """Classical Runge-Kutta 4 on ``x = (q, qd)``, ``dx/dt = (qd, a(t, q, qd))``.
-
-    ``k1 = f(t, x)``, ``k2 = f(t + h/2, x + h/2 k1)``, ``k3 = f(t + h/2, x + h/2 k2)``,
-    ``k4 = f(t + h, x + h k3)``, ``x+ = x + h/6 (k1 + 2 k2 + 2 k3 + k4)``; with
-    ``k_i = (v_i, a_i)``: ``v1 = qd``, ``v2 = qd + h/2 a1``, ``v3 = qd + h/2 a2``, ``v4 = qd + h a3``.
     ``commands`` holds the command at ``t``, ``t + h/2`` and ``t + h`` (or one row, held).
     """
     last = commands.shape[0] - 1
-    half = 0.5 * h
-    a1, singular = _acceleration(physics, q, qd, commands[0], workspace)
-    if singular >= 0:  # the stages after it would start from a meaningless acceleration
-        return q, qd, singular
-    v2 = qd + half * a1
-    a2, singular = _acceleration(physics, q + half * qd, v2, commands[min(1, last)], workspace)
-    if singular >= 0:
-        return q, qd, singular
-    v3 = qd + half * a2
-    a3, singular = _acceleration(physics, q + half * v2, v3, commands[min(1, last)], workspace)
-    if singular >= 0:
-        return q, qd, singular
-    v4 = qd + h * a3
-    a4, singular = _acceleration(physics, q + h * v3, v4, commands[last], workspace)
-    sixth = h / 6.0
-    return (q + sixth * (qd + 2.0 * (v2 + v3) + v4),
-            qd + sixth * (a1 + 2.0 * (a2 + a3) + a4),
-            singular)
+    stages = 4 if method == RK4 else 1
+    q_rate, qd_rate = np.zeros_like(q), np.zeros_like(qd)  # sum_i w_i k_i
+    v, a = qd, np.zeros_like(qd)
+    for i in range(stages):
+        c = RK4_NODES[i]
+        q_stage, v = q + c * h * v, qd + c * h * a
+        a, singular = _acceleration(physics, q_stage, v, commands[min(RK4_COMMAND_ROWS[i], last)], workspace)
+        if singular >= 0:  # the stages after it would start from a meaningless acceleration
+            return q, qd, singular
+        weight = RK4_WEIGHTS[i] if method == RK4 else 1.0
+        q_rate += weight * v
+        qd_rate += weight * a
+    if method == SEMI_IMPLICIT_EULER:
+        qd_next = qd + h * a
+        return q + h * qd_next, qd_next, -1
+    return q + h * q_rate, qd + h * qd_rate, -1
 
 
 @njit
@@ -326,12 +328,7 @@ def _step(method, physics, effort_limit, commands, q, qd, h, out):
             return BAD_COMMAND
     applied = np.minimum(np.maximum(commands, -effort_limit), effort_limit)
     workspace = _new_workspace(physics[0], physics[4].shape[0])  # topology, damping: one per coordinate
-    if method == EULER:
-        q_next, qd_next, singular = _euler(physics, applied, q, qd, h, workspace)
-    elif method == SEMI_IMPLICIT_EULER:
-        q_next, qd_next, singular = _semi_implicit_euler(physics, applied, q, qd, h, workspace)
-    else:
-        q_next, qd_next, singular = _rk4(physics, applied, q, qd, h, workspace)
+    q_next, qd_next, singular = _integrate(method, physics, applied, q, qd, h, workspace)
     if singular >= 0:
         return singular
     for i in range(q.shape[0]):
@@ -572,14 +569,10 @@ class Simulator:
             raise ValueError(f"dt must be a positive finite number, got {dt!r}")
         model, t, dt = self._model, self._t, float(dt)
         physics, effort_limit = self._physics(external_wrenches, dt)
-        try:
-            if self._integrator_name == "adaptive":
-                q, qd, applied = self._adaptive(physics, effort_limit, tau, t, dt)
-            else:
-                q, qd, applied = self._compiled(physics, effort_limit, tau, t, dt)
-        except np.linalg.LinAlgError as error:  # the limits' solve met a non-finite state
-            raise SimulationError(f"{model.name}: the state became non-finite during the step at t = {t:.6f} s "
-                                  f"({error}); the last finite state is kept") from error
+        if self._integrator_name == "adaptive":
+            q, qd, applied = self._adaptive(physics, effort_limit, tau, t, dt)
+        else:
+            q, qd, applied = self._compiled(physics, effort_limit, tau, t, dt)
         if self._stiffness is not None:
             n = model.nv
             q, qd, self._motor_q, self._motor_qd = q[:n], qd[:n], q[n:], qd[n:]
