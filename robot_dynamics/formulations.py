@@ -360,8 +360,8 @@ def _revolute_chain(model):
     """Raise ValueError unless ``model`` is a chain of revolute joints without mimic joints (paper §4)."""
     why = "dalembert_terms implements the generalized D'Alembert equations for chains of revolute joints " \
           "(Milićević et al. §4)"
-    if model.mimic_joints:
-        raise ValueError(f"{why}, but {model.name!r} has mimic joints ({', '.join(model.mimic_joints)}); "
+    if model.couplings:
+        raise ValueError(f"{why}, but {model.name!r} has mimic joints ({', '.join(model.couplings)}); "
                          "load it with mimic=False or use lagrange_euler_terms / closed_form_terms")
     for i, (parent, kind) in enumerate(model.topology[:, [PARENT, KIND]]):
         if kind != REVOLUTE:

@@ -103,7 +103,7 @@ class RobotModel:
     effort_limits: np.ndarray    # (nv,); inf where absent
     damping: np.ndarray          # (nv,) URDF <dynamics damping>, N m s/rad or N s/m
     friction: np.ndarray         # (nv,) URDF <dynamics friction>, N m or N
-    mimic_joints: Mapping        # mimic joint -> (master joint, multiplier, offset)
+    couplings: Mapping           # dependent joint -> (((independent joint, factor), ...), offset)
     body_joints: tuple           # every moving joint (mimic ones too), in body order
     topology: np.ndarray = field(repr=False)
     bodies: np.ndarray = field(repr=False)
@@ -118,7 +118,7 @@ class RobotModel:
     _kernel_armature: np.ndarray = field(init=False, repr=False)  # the same for ``armature``
 
     def __post_init__(self):
-        object.__setattr__(self, "mimic_joints", MappingProxyType(dict(self.mimic_joints)))
+        object.__setattr__(self, "couplings", MappingProxyType(dict(self.couplings)))
         object.__setattr__(self, "frames", MappingProxyType(dict(self.frames)))
         object.__setattr__(self, "nv", len(self.joint_names))
         for name in ("armature", "motor_damping"):
@@ -126,6 +126,12 @@ class RobotModel:
                 object.__setattr__(self, name, read_only(np.zeros(self.nv)))
         object.__setattr__(self, "_kernel_arrays", (np.array(self.topology), np.array(self.bodies), np.array(self.gravity)))
         object.__setattr__(self, "_kernel_armature", np.array(self.armature))
+
+    @property
+    def mimic_joints(self):
+        """The couplings that follow one coordinate, as URDF's ``<mimic>``: ``{joint: (master, multiplier, offset)}``."""
+        return MappingProxyType({name: (terms[0][0], terms[0][1], offset)
+                                 for name, (terms, offset) in self.couplings.items() if len(terms) == 1})
 
     def joint_map(self):
         """``(E, o)`` with ``q_joints = E q + o``: every moving joint's value (``body_joints`` order)

@@ -6,6 +6,10 @@ name           robot
 planar_2r      Lynch & Park's planar 2R point-mass arm (section 9.1), the textbook check
 arm7_gripper   a 7-joint arm with a two-finger gripper (mimic finger): the demo robot
 cartesian_3dof a three-axis Cartesian gantry (prismatic joints)
+five_bar       Spong's five-bar parallelogram (section 6.4), cut open: two joints coupled to
+               both coordinates
+five_bar_decoupled
+               the same, with Spong's (6.108) satisfied: a constant, diagonal mass matrix
 ============== ======================================================================
 
 The files are looked up, in this order, in
@@ -18,7 +22,7 @@ The files are looked up, in this order, in
 3. a pip install: ``<sys.prefix>/share/robot_dynamics/urdf`` (``setup.py``'s ``data_files``).
 
 >>> sorted(bundled_robot_names())
-['arm7_gripper', 'cartesian_3dof', 'planar_2r']
+['arm7_gripper', 'cartesian_3dof', 'five_bar', 'five_bar_decoupled', 'planar_2r']
 >>> bundled_urdf("planar_2r").name
 'planar_2r.urdf'
 """

@@ -28,7 +28,7 @@ from .robots import urdf_file
 
 SUPPORTED_JOINTS = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC, "fixed": None}
 _KEPT_LINK_ELEMENTS = {"inertial"}
-_KEPT_JOINT_ELEMENTS = {"origin", "parent", "child", "axis", "limit", "dynamics", "mimic"}
+_KEPT_JOINT_ELEMENTS = {"origin", "parent", "child", "axis", "limit", "dynamics"}  # <mimic>: read by _couplings
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 
 
@@ -36,7 +36,7 @@ class URDFError(ValueError):
     """A URDF that cannot be turned into a correct model; the message names the link or joint."""
 
 
-def load_urdf(source, mimic=True):
+def load_urdf(source, mimic=True, couplings=None):
     """Build a :class:`RobotModel` from a URDF file path, an XML string or a bundled robot's name.
 
     A path that is not a file is looked up among the bundled robots (``"planar_2r"``), the same
@@ -44,7 +44,13 @@ def load_urdf(source, mimic=True):
 
     With ``mimic=True`` a ``<mimic>`` joint follows its master (``q = multiplier * q_master +
     offset``) and is not a coordinate; with ``mimic=False`` the tags are ignored and every
-    moving joint is an independent coordinate.
+    moving joint is an independent coordinate.  Our extension: a joint with several ``<mimic>``
+    children follows their sum, ``q = sum_i multiplier_i q_master_i + sum_i offset_i`` (a linear
+    coupling, e.g. a closed parallelogram cut open, see ``urdf/five_bar.urdf``).  ``couplings``
+    does the same from Python for a URDF that cannot be edited, and wins over the joint's tags:
+    ``{joint: {master: factor, ...}}`` or ``{joint: ({master: factor, ...}, offset)}``.  Chains are
+    resolved onto independent coordinates; an unknown master, a cycle or a non-finite factor is a
+    URDFError naming the joint.
 
     >>> import robot_dynamics as rd
     >>> arm = rd.load_urdf(rd.examples.TWO_LINK_URDF)
@@ -58,7 +64,11 @@ def load_urdf(source, mimic=True):
     robot_dynamics.urdf.URDFError: the URDF has several root links (links that are no joint's child): 'a', 'b'
     """
     xml = _read(source)
-    model = _build(_parse(xml), mimic)
+    robot, declared = _parse(xml)
+    if not mimic:
+        declared = {}
+    declared.update(_api_couplings(couplings))
+    model = _build(robot, declared)
     armature, motor_damping = reflected_motor_terms(ET.fromstring(xml), model)
     model = model.with_armature(armature, motor_damping)
     _warn_massless_joints(model)  # a rotor alone gives a joint inertia
@@ -85,7 +95,8 @@ def _read(source):
 
 
 def _parse(xml):
-    """The kinematic/inertial skeleton of the URDF, parsed by urdf_parser_py."""
+    """``(robot, couplings)``: the kinematic/inertial skeleton of the URDF, parsed by urdf_parser_py, and
+    the joints' ``<mimic>`` tags as ``{joint: ([(master, factor), ...], offset)}``."""
     if not xml.strip():
         raise URDFError("the URDF is empty")
     try:
@@ -94,6 +105,11 @@ def _parse(xml):
         raise URDFError(f"the URDF is not well-formed XML: {error}") from None
     if root.tag != "robot":
         raise URDFError(f"the URDF's top element must be <robot>, not <{root.tag}>")
+    declared = {}
+    for joint in root.findall("joint"):
+        tags = joint.findall("mimic")
+        if tags:
+            declared[joint.get("name")] = _mimic_terms(joint.get("name"), tags)
     skeleton = ET.Element("robot", {"name": root.get("name", "robot")})
     for kind, kept in (("link", _KEPT_LINK_ELEMENTS), ("joint", _KEPT_JOINT_ELEMENTS)):
         seen = set()
@@ -108,7 +124,7 @@ def _parse(xml):
             copy.extend(child for child in element if child.tag in kept)
     quiet, urdf_reflection.on_error = urdf_reflection.on_error, lambda message: None
     try:
-        return urdf_parser.URDF.from_xml_string(ET.tostring(skeleton, encoding="unicode"))
+        return urdf_parser.URDF.from_xml_string(ET.tostring(skeleton, encoding="unicode")), declared
     except Exception as error:  # urdf_parser_py raises several types; its message holds the XML path
         raise URDFError(f"invalid URDF: {error}".replace("\n", " ")) from None
     finally:
@@ -207,45 +223,83 @@ def _tree(robot):
     return roots[0], links, children
 
 
-def _resolve_mimics(robot, moving):
-    """{mimic joint: (master, multiplier, offset)} with chains collapsed onto an independent master."""
+def _mimic_terms(name, tags):
+    """``([(master, multiplier), ...], sum of offsets)`` of a joint's ``<mimic>`` children."""
+    terms, offset = [], 0.0
+    for tag in tags:
+        master = tag.get("joint")
+        if not master:
+            raise URDFError(f"joint {name!r} has a <mimic> without a joint attribute")
+        try:
+            multiplier, shift = float(tag.get("multiplier", 1.0)), float(tag.get("offset", 0.0))
+        except ValueError:
+            raise URDFError(f"joint {name!r} has a <mimic> whose multiplier or offset is not a number") from None
+        terms.append((master, multiplier))
+        offset += shift
+    return terms, offset
+
+
+def _api_couplings(couplings):
+    """``load_urdf``'s ``couplings`` argument in the form of :func:`_mimic_terms`."""
     declared = {}
-    for joint in robot.joints:
-        if joint.mimic is None or joint.name not in moving:
-            continue
-        master = joint.mimic.joint
-        if master not in moving:
-            raise URDFError(f"mimic joint {joint.name!r} follows {master!r}, which is not a moving joint")
-        multiplier = 1.0 if joint.mimic.multiplier is None else joint.mimic.multiplier
-        offset = 0.0 if joint.mimic.offset is None else joint.mimic.offset
-        _finite([multiplier, offset], f"joint {joint.name!r} mimic")
-        declared[joint.name] = (master, float(multiplier), float(offset))
+    for name, value in (couplings or {}).items():
+        factors, offset = value if isinstance(value, tuple) else (value, 0.0)
+        try:
+            declared[name] = ([(master, float(factor)) for master, factor in dict(factors).items()], float(offset))
+        except (TypeError, ValueError):
+            raise URDFError(f"coupling of joint {name!r} must be {{master: factor}} or ({{master: factor}}, offset), "
+                            f"got {value!r}") from None
+    return declared
+
+
+def _resolve_couplings(declared, moving):
+    """``{joint: ({independent master: factor}, offset)}``: every coupled joint as a linear function of the
+    independent coordinates, chains substituted (``q = a (b q_m + d) + c``)."""
+    declared = {name: value for name, value in declared.items() if name in moving}  # a fixed joint stays fixed
+    for name, (terms, offset) in declared.items():
+        for master, factor in terms:
+            if master not in moving:
+                raise URDFError(f"joint {name!r} follows {master!r}, which is not a moving joint")
+            if master == name:
+                raise URDFError(f"joint {name!r} follows itself")
+        _finite([factor for _, factor in terms] + [offset], f"joint {name!r} mimic")
     resolved = {}
+
+    def resolve(name, path):
+        if name in resolved:
+            return resolved[name]
+        if name in path:
+            raise URDFError(f"joint {name!r}: the coupled joints {path[path.index(name):]} follow each other in a cycle")
+        terms, offset = declared[name]
+        factors = {}
+        for master, factor in terms:
+            if master in declared:  # a coupled master: substitute its own map
+                inner, inner_offset = resolve(master, path + [name])
+                offset += factor * inner_offset
+                for coordinate, inner_factor in inner.items():
+                    factors[coordinate] = factors.get(coordinate, 0.0) + factor * inner_factor
+            else:
+                factors[master] = factors.get(master, 0.0) + factor
+        resolved[name] = (factors, offset)
+        return resolved[name]
+
     for name in declared:
-        master, multiplier, offset = declared[name]
-        visited = {name}
-        while master in declared:  # q = a (b q_m2 + d) + c
-            if master in visited:
-                raise URDFError(f"mimic joints {sorted(visited)} follow each other in a cycle")
-            visited.add(master)
-            next_master, a, c = declared[master]
-            master, multiplier, offset = next_master, multiplier * a, multiplier * c + offset
-        resolved[name] = (master, multiplier, offset)
+        resolve(name, [])
     return resolved
 
 
-def _build(robot, mimic):
+def _build(robot, declared):
     root, links, children = _tree(robot)
     for joint in robot.joints:
         if joint.type not in SUPPORTED_JOINTS:
             detail = "not supported yet" if joint.type in ("floating", "planar") else "unknown"
             raise URDFError(f"joint {joint.name!r} has type {joint.type!r}: {detail} (use revolute, continuous, prismatic or fixed)")
     moving = {joint.name for joint in robot.joints if joint.type != "fixed"}
-    mimics = _resolve_mimics(robot, moving) if mimic else {}
+    couplings = _resolve_couplings(declared, moving)
 
     # Depth-first walk: each link gets (carrying body, pose in that body's frame).
     body_rows, body_parents, body_kinds, body_joints, joint_info = [], [], [], [], []
-    masters = 1  # the most coordinates any joint follows
+    masters = max([1] + [len(factors) for factors, _ in couplings.values()])  # the most any joint follows
     frames = {root: Frame(-1, read_only(np.eye(4)))}
     link_order = [root]
     stack = list(reversed(children[root]))
@@ -283,13 +337,15 @@ def _build(robot, mimic):
                 parameters, frame.pose[:3, :3], frame.pose[:3, 3]
             )
 
-    coordinates = [name for name in body_joints if name not in mimics]
+    coordinates = [name for name in body_joints if name not in couplings]
     index = {name: i for i, name in enumerate(coordinates)}
     topology = np.zeros((len(body_joints), FIRST_MASTER + masters), dtype=np.int64)
     for i, name in enumerate(body_joints):
-        master, multiplier, offset = mimics.get(name, (name, 1.0, 0.0))
-        topology[i, [PARENT, KIND, MASTERS, FIRST_MASTER]] = (body_parents[i], body_kinds[i], 1, index[master])
-        bodies[i, [OFFSET, FIRST_FACTOR]] = (offset, multiplier)
+        factors, offset = couplings.get(name, ({name: 1.0}, 0.0))
+        topology[i, [PARENT, KIND, MASTERS]] = (body_parents[i], body_kinds[i], len(factors))
+        bodies[i, OFFSET] = offset
+        for m, (master, factor) in enumerate(factors.items()):
+            topology[i, FIRST_MASTER + m], bodies[i, FIRST_FACTOR + m] = index[master], factor
 
     info = {joint.name: joint for joint in joint_info}
     limits = [_limits(info[name]) for name in coordinates]
@@ -305,7 +361,7 @@ def _build(robot, mimic):
         effort_limits=read_only([limit[3] for limit in limits]),
         damping=read_only([d[0] for d in dynamics]),
         friction=read_only([d[1] for d in dynamics]),
-        mimic_joints=mimics,
+        couplings={name: (tuple(factors.items()), offset) for name, (factors, offset) in couplings.items()},
         body_joints=tuple(body_joints),
         topology=read_only(topology, dtype=np.int64),
         bodies=read_only(bodies),

@@ -38,7 +38,7 @@ def test_robots_lists_the_bundled_robots(capsys):
     status, out, _ = run(capsys, "robots")
     assert status == 0
     names = [line.split()[0] for line in out.splitlines()]
-    assert names == ["arm7_gripper", "cartesian_3dof", "planar_2r"]
+    assert names == ["arm7_gripper", "cartesian_3dof", "five_bar", "five_bar_decoupled", "planar_2r"]
     assert str(bundled_urdf("planar_2r")) in out
 
 

@@ -179,7 +179,7 @@ def require_joints(model, names: Iterable[str], what: str) -> None:
     joints, and lists the model's joints."""
     unknown = [n for n in names if n not in model.joint_names]
     if unknown:
-        mimic = [n for n in unknown if n in model.mimic_joints]
+        mimic = [n for n in unknown if n in model.couplings]
         hint = f" ({', '.join(mimic)} mimic another joint and are not coordinates)" if mimic else ""
         raise ValueError(f"{what} {unknown} are not joints of robot {model.name!r}{hint}; "
                          f"its joints: {list(model.joint_names)}")

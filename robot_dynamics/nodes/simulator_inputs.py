@@ -83,7 +83,7 @@ def named_efforts(names, efforts, plan: Plan) -> tuple[np.ndarray, np.ndarray]:
         raise Rejected(f"{len(names)} names and {efforts.size} efforts (need one effort per name, at least one)")
     unknown = [n for n in names if n not in plan.index]
     if unknown:
-        mimic = [n for n in unknown if n in plan.model.mimic_joints]
+        mimic = [n for n in unknown if n in plan.model.couplings]
         hint = f" ({', '.join(mimic)} mimic another joint: command the joint it follows)" if mimic else ""
         raise Rejected(f"unknown joints {unknown}{hint}")
     if len(set(names)) != len(names):
