@@ -219,8 +219,9 @@ def elastic_inverse_dynamics(model, stiffness, q, qd, qdd, q3, q4):
 
     >>> import robot_dynamics as rd
     >>> arm = rd.load_urdf(rd.examples.PENDULUM_URDF).with_armature([0.5])
-    >>> [x.round(4) for x in elastic_inverse_dynamics(arm, [100.0], [0.0], [0.0], [0.0], [0.0], [0.0])]
-    [array([0.]), array([0.]), array([0.])]
+    >>> # held still at 0.5 rad: the spring carries g sin 0.5 = 4.7032 N m, stretched by 4.7032 / 100
+    >>> [x.round(4) for x in elastic_inverse_dynamics(arm, [100.0], [0.5], [0.0], [0.0], [0.0], [0.0])]
+    [array([0.547]), array([0.]), array([4.7032])]
     """
     K = stiffness_vector(model, stiffness)
     tau, tau_d, tau_dd = inverse_dynamics_rates(model, q, qd, qdd, q3, q4)
@@ -235,7 +236,7 @@ def elastic_energy(model, q, qd, theta, theta_d, stiffness):
     ``1/2 (theta - q)^T K (theta - q)`` (Spong Ex. 6.2's kinetic and potential energies), J."""
     from .kinematics import kinetic_energy, potential_energy
 
-    K = np.asarray(stiffness, dtype=float)
+    K = stiffness_vector(model, stiffness)
     links = links_only(model)
     stretch = np.asarray(theta, dtype=float) - np.asarray(q, dtype=float)
     return (kinetic_energy(links, q, qd) + potential_energy(links, q)
