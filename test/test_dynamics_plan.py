@@ -169,3 +169,19 @@ def test_name_list_caches_are_bounded(two_link):
         assert desired is not None and fresh  # (the messages were used)
     assert len(reader._orders) <= MAX_CACHED_NAME_LISTS + 1
     assert len(state._maps) <= MAX_CACHED_NAME_LISTS + 1
+
+
+def test_joint_states_of_joints_coupled_to_several_coordinates_are_checked_not_used():
+    """The five-bar's cut joints (q3 = q1 - q2, q4 = q2 - q1 + pi) may come in joint_states: a value that
+    disagrees with its coordinates is reported, one that agrees passes silently, neither is used."""
+    five_bar = rd.load_urdf("five_bar")
+    plan = compile_plan(five_bar, Settings(state_timeout=0.1))
+    assert plan.mimic == {"q3": (((0, 1.0), (1, -1.0)), 0.0), "q4": (((1, 1.0), (0, -1.0)), math.pi)}
+    state = JointStateMerger(plan)
+    fresh, warning = state.update(["q1", "q2", "q3", "q4"], [0.5, 0.2, 0.3, 0.2 - 0.5 + math.pi], [], [], 5 * MS)
+    assert fresh and warning == ""
+    np.testing.assert_array_equal(state.q, [0.5, 0.2])
+    fresh, warning = state.update(["q3", "q4"], [0.4, 0.0], [], [], 6 * MS)
+    assert not fresh and "q3=0.4 (expected 0.3)" in warning and "q4=0 (expected 2.842)" in warning
+    fresh, warning = state.update(["q3"], [0.4], [], [], 300 * MS)  # its coordinates are stale: no verdict
+    assert warning == ""

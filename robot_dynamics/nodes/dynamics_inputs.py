@@ -40,9 +40,11 @@ class _MessageMap:
         self.dst = np.array([k[1] for k in known], dtype=np.intp)  # its model index
         self.known_names = tuple(names[k[0]] for k in known)
         self.mimic_src = np.array([m[0] for m in mimic], dtype=np.intp)  # message index of a mimic joint
-        self.mimic_master = np.array([m[1] for m in mimic], dtype=np.intp)  # model index of its master
-        self.mimic_mult = np.array([m[2] for m in mimic], dtype=float)
-        self.mimic_offset = np.array([m[3] for m in mimic], dtype=float)
+        self.mimic_rows = np.zeros((len(mimic), plan.model.nv))  # its row of q_joint = E q + o
+        for row, (_, terms, _) in zip(self.mimic_rows, mimic):
+            for master, factor in terms:
+                row[master] += factor
+        self.mimic_offset = np.array([m[2] for m in mimic], dtype=float)
         self.mimic_names = tuple(names[m[0]] for m in mimic)
 
     def take(self, values, what: str) -> np.ndarray:
@@ -101,8 +103,9 @@ class JointStateMerger:
         return (p is not None or v is not None) and len(mm.src) > 0, warning
 
     def _mimic_warning(self, position, mm: _MessageMap, now_ns: int) -> str:
-        masters_fresh = now_ns - self.q_ns[mm.mimic_master] <= self.plan.state_timeout_ns
-        expected = mm.mimic_mult * self.q[mm.mimic_master] + mm.mimic_offset
+        stale = now_ns - self.q_ns > self.plan.state_timeout_ns
+        masters_fresh = ~((mm.mimic_rows != 0) & stale).any(axis=1)
+        expected = mm.mimic_rows @ self.q + mm.mimic_offset
         reported = position[mm.mimic_src]
         bad = masters_fresh & ~(np.abs(reported - expected) <= MIMIC_TOLERANCE)  # NaN counts as bad
         if not bad.any():

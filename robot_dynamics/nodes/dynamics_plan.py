@@ -155,7 +155,7 @@ class Plan:
     kp: np.ndarray  # per model joint (0 for a joint that is not an output)
     kd: np.ndarray
     continuous: np.ndarray  # bool per output joint: wrap position errors to [-pi, pi)
-    mimic: dict  # mimic joint name -> (master model index, multiplier, offset)
+    mimic: dict  # coupled (mimic) joint name -> (((master model index, factor), ...), offset)
     state_timeout_ns: int
     desired_timeout_ns: int
 
@@ -180,8 +180,8 @@ def compile_plan(base: RobotModel, s: Settings) -> Plan:
         gains[key] = np.zeros(model.nv)
         gains[key][out] = g
     continuous = np.array([model.joint_types[i] == "continuous" for i in out], dtype=bool)
-    mimic = {m: (index[master], float(mult), float(off)) for m, (master, mult, off) in model.mimic_joints.items()
-             if master in index}
+    mimic = {m: (tuple((index[master], float(factor)) for master, factor in terms), float(off))
+             for m, (terms, off) in model.couplings.items() if all(master in index for master, _ in terms)}
     return Plan(
         base=base, model=model, settings=s, names=list(names), out=out,
         full=bool(n_out == model.nv and np.array_equal(out, np.arange(model.nv))), index=index,
