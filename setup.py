@@ -20,7 +20,8 @@ setup(
         (f"share/{PACKAGE}/config", glob("config/*.yaml")),
         (f"share/{PACKAGE}/urdf", glob("urdf/*.urdf")),
     ],
-    install_requires=["numpy>=1.24", "scipy>=1.10", "urdf-parser-py>=0.0.4", "numba>=0.59"],
+    # rosbags: identification reads and writes rosbag2 bags (sqlite3 and MCAP) without ROS
+    install_requires=["numpy>=1.24", "scipy>=1.10", "urdf-parser-py>=0.0.4", "numba>=0.59", "rosbags>=0.10"],
     extras_require={
         "test": [
             "pytest>=7",

@@ -7,6 +7,9 @@ Subcommands::
     robot-dynamics gravity URDF --q ...           holding torques g(q)
     robot-dynamics mass-matrix URDF --q ...       M(q)
     robot-dynamics demo                           the closed-loop computed-torque demo (ROS 2)
+    robot-dynamics excite URDF --duration S --output FILE
+                                                  an excitation trajectory for identification
+    robot-dynamics identify RECORDING --urdf URDF a calibrated URDF (and payload) from a recording
     robot-dynamics bench [core|node|simulator|scaling] [OPTIONS]
                                                   the benchmarks (core, node and simulator need the
                                                   test extra; scaling needs matplotlib for its plot)
@@ -393,6 +396,13 @@ def build_parser():
     from .tools.elastic_demo import add_arguments as add_elastic_arguments
     add_elastic_arguments(elastic)
 
+    from .identification.commands import add_excite_arguments, add_identify_arguments
+    excite = commands.add_parser("excite", help="excitation trajectory for identification (Fourier series, CSV)")
+    excite.add_argument("urdf", metavar="URDF", help="URDF file, or the name of a bundled robot (see 'robots')")
+    add_excite_arguments(excite)
+    add_identify_arguments(commands.add_parser("identify", help="identified URDF, friction and payload from a "
+                                               "joint_states recording (rosbag2 or CSV)"))
+
     bench = commands.add_parser("bench", help="run the benchmarks (core, node, simulator, scaling)")
     bench.add_argument("which", nargs="*", metavar="WHICH",
                        help="core, node, simulator, scaling or all (default all); any further options "
@@ -448,6 +458,19 @@ def _dispatch(args):
             raise CLIError(f"unknown benchmark {unknown[0]!r} (choose from {', '.join(BENCHMARKS)}, all)")
         names = BENCHMARKS if not args.which or "all" in args.which else tuple(dict.fromkeys(args.which))
         return run_benchmarks(names, args.benchmark_options)
+
+    if args.command in ("excite", "identify"):
+        from .identification import commands
+
+        model, path, load_warnings = load_model(args.urdf)
+        for warning in load_warnings:
+            sys.stderr.write(f"warning: {warning}\n")
+        try:
+            if args.command == "excite":
+                return commands.run_excite(args, model, out, sys.stderr)
+            return commands.run_identify(args, model, path, out, sys.stderr)
+        except commands.ERRORS as error:
+            raise CLIError(str(error)) from None
 
     import robot_dynamics as rd
 

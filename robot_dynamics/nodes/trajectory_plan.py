@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..identification.excitation import SampledTrajectory, read_trajectory_csv
 from ..model import RobotModel
 from .parameters import Parameter, bounded_float, float_list, name_list, require_joints
 
@@ -40,6 +41,7 @@ class Settings:
     frequency: tuple = (0.25,)
     phase: tuple = (0.0,)
     ramp_time: float = 1.0
+    excitation_file: str = ""
 
 
 _D = Settings()
@@ -53,6 +55,8 @@ PARAMETERS = (
     Parameter("frequency", list(_D.frequency), "Frequency, Hz: one number or one per joint."),
     Parameter("phase", list(_D.phase), "Phase, rad: one number or one per joint."),
     Parameter("ramp_time", _D.ramp_time, "Duration of the smooth start from rest at home, s (0: none)."),
+    Parameter("excitation_file", _D.excitation_file, "CSV written by `robot-dynamics excite` to play instead of "
+              "the sinusoids (from its start pose, held at its end); empty = the sinusoids.", "string"),
 )
 
 #: (topic, type, direction, what) for --help
@@ -81,6 +85,10 @@ def coerce_setting(name: str, value):
         return bounded_float(name, value, 0.0, 10_000.0, low_open=True)
     if name == "ramp_time":
         return bounded_float(name, value, 0.0, 3600.0)
+    if name == "excitation_file":
+        if not isinstance(value, str):
+            raise ValueError(f"excitation_file must be a string (a path), got {value!r}")
+        return value
     raise ValueError(f"unknown parameter {name}")
 
 
@@ -125,8 +133,41 @@ def _per_joint(name, values, n):
     return np.array(values)
 
 
-def compile_trajectory(model: RobotModel, s: Settings) -> Trajectory:
+@dataclass(frozen=True, eq=False)
+class Excitation:
+    """An excitation trajectory read from ``robot-dynamics excite``'s CSV, played from ``t = 0``."""
+
+    names: list
+    samples: SampledTrajectory
+    notes: tuple
+
+    def at(self, t: float):
+        """``(q, qd, qdd)`` at ``t`` s after the start, interpolated; the end pose (at rest) after the end."""
+        return self.samples(min(max(float(t), 0.0), self.samples.t[-1]))
+
+
+def _excitation(model: RobotModel, path: str) -> Excitation:
+    try:
+        samples = read_trajectory_csv(path)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"excitation_file {path!r}: {error}") from None
+    names = list(samples.joint_names)
+    require_joints(model, names, "excitation_file")
+    index = [model.joint_names.index(n) for n in names]
+    lower, upper = model.position_limits[index, 0], model.position_limits[index, 1]
+    outside = [n for k, n in enumerate(names) if np.any(samples.q[:, k] < lower[k]) or np.any(samples.q[:, k] > upper[k])]
+    if outside:
+        raise ValueError(f"excitation_file {path!r} leaves the position limits of {outside}: write it again with "
+                         "robot-dynamics excite for this URDF")
+    start = ", ".join(f"{n} = {q:.4g}" for n, q in zip(names, samples.q[0]))
+    return Excitation(names, samples, (f"playing the excitation {path} ({samples.duration:g} s) from its start pose "
+                                       f"{start}: the robot must be there, at rest",))
+
+
+def compile_trajectory(model: RobotModel, s: Settings) -> Trajectory | Excitation:
     """The trajectory for ``model``; ``ValueError`` naming the problem otherwise."""
+    if s.excitation_file:
+        return _excitation(model, s.excitation_file)
     names = list(s.joints or model.joint_names)
     require_joints(model, names, "joints")
     index = [model.joint_names.index(n) for n in names]

@@ -1,0 +1,189 @@
+"""Excitation trajectories: a finite Fourier series per joint (Swevers, Ganseman, Bilgin, De Schutter, Van Brussel).
+
+Joint ``j`` follows, with the fundamental ``w = 2 pi / T`` and ``L`` harmonics::
+
+    q_j(t)   = q0_j + sum_l  a_jl / (w l) sin(w l t) - b_jl / (w l) cos(w l t)
+    qd_j(t)  =        sum_l  a_jl cos(w l t) + b_jl sin(w l t)
+    qdd_j(t) =        sum_l  w l (b_jl cos(w l t) - a_jl sin(w l t))
+
+periodic in ``T``, so a recording of whole periods can be averaged and filtered without
+end effects.  It starts and ends at rest: ``qd(0) = sum_l a_jl = 0`` and ``qdd(0) = w sum_l l
+b_jl = 0``, imposed by solving for ``a_j1`` and ``b_j1``.  The free coefficients are chosen to
+minimise the condition number of the stacked base regressor (see :mod:`.parameters`) over one
+period; each joint's amplitude is then scaled to the largest that keeps it inside its
+position, velocity and acceleration limits (times ``margin``), with ``q0`` centring its range.
+"""
+
+import csv
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.optimize
+
+import robot_dynamics as rd
+
+from .parameters import base_columns, condition_number
+
+DEFAULT_HARMONICS = 5
+DEFAULT_PERIOD = 10.0            # s: the fundamental 0.1 Hz, harmonics up to 0.5 Hz
+DEFAULT_MARGIN = 0.9             # fraction of each limit the trajectory may use
+DEFAULT_VELOCITY_LIMIT = 1.0     # rad/s or m/s where the URDF gives none
+DEFAULT_ACCELERATION_LIMIT = 3.0  # rad/s^2 or m/s^2 (a URDF has no acceleration limits)
+UNLIMITED_HALF_RANGE = np.pi     # rad: the range of a continuous joint (m for an unlimited prismatic one)
+SAMPLES_PER_PERIOD = 60          # states at which the condition number is evaluated
+RANDOM_STARTS = 8                # the best of these starts the optimisation
+LIMIT_SAMPLES = 4000             # states per period at which the limits are checked
+DESIGN_ITERATIONS = 10
+
+
+class ExcitationError(ValueError):
+    """Limits or options that admit no excitation trajectory."""
+
+
+@dataclass(frozen=True)
+class FourierExcitation:
+    """``q(t)`` of the module docstring: ``a``, ``b`` of shape (n, L), ``q0`` (n,), ``period`` s."""
+
+    joint_names: tuple
+    period: float
+    q0: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+
+    def __call__(self, t):
+        """(q, qd, qdd), each of shape ``t.shape + (n,)``."""
+        t = np.asarray(t, dtype=float)[..., None, None]
+        w = 2 * np.pi / self.period
+        wl = w * np.arange(1, self.a.shape[1] + 1)
+        s, c = np.sin(wl * t), np.cos(wl * t)
+        q = self.q0 + np.sum(self.a / wl * s - self.b / wl * c, axis=-1)
+        qd = np.sum(self.a * c + self.b * s, axis=-1)
+        qdd = np.sum(wl * (self.b * c - self.a * s), axis=-1)
+        return q, qd, qdd
+
+
+def _at_rest(free_a, free_b):
+    """Full (n, L) coefficients from the free ones (n, L-1): ``sum_l a_l = 0``, ``sum_l l b_l = 0``."""
+    harmonics = np.arange(2, free_a.shape[1] + 2)
+    a = np.column_stack([-free_a.sum(axis=1), free_a])
+    b = np.column_stack([-(free_b * harmonics).sum(axis=1), free_b])
+    return a, b
+
+
+def joint_limits(model, velocity=None, acceleration=None):
+    """(lower, upper, velocity, acceleration) limits per coordinate; ``velocity``/``acceleration``
+    (``{joint: value}``) override the URDF's and the defaults."""
+    lower, upper = np.array(model.position_limits, dtype=float).T
+    unlimited = ~(np.isfinite(lower) & np.isfinite(upper))
+    lower[unlimited], upper[unlimited] = -UNLIMITED_HALF_RANGE, UNLIMITED_HALF_RANGE
+    speed = np.where(np.isfinite(model.velocity_limits), model.velocity_limits, DEFAULT_VELOCITY_LIMIT)
+    accel = np.full(model.nv, DEFAULT_ACCELERATION_LIMIT)
+    for values, target in ((velocity or {}, speed), (acceleration or {}, accel)):
+        for name, value in values.items():
+            if name not in model.joint_names:
+                raise ExcitationError(f"unknown joint {name!r} (joints: {', '.join(model.joint_names)})")
+            target[model.joint_names.index(name)] = value
+    if np.any(upper - lower <= 0) or np.any(speed <= 0) or np.any(accel <= 0) or not np.all(np.isfinite(speed * accel)):
+        raise ExcitationError("every joint needs a range and positive, finite velocity and acceleration limits")
+    return lower, upper, speed, accel
+
+
+def _within_limits(shape, period, limits, margin):
+    """The excitation of unit-amplitude coefficients ``shape`` = (a, b), scaled per joint into the limits."""
+    a, b = shape
+    lower, upper, speed, accel = limits
+    unit = FourierExcitation((), period, np.zeros(len(lower)), a, b)
+    q, qd, qdd = unit(np.linspace(0, period, LIMIT_SAMPLES, endpoint=False))
+    span = q.max(axis=0) - q.min(axis=0)
+    scale = margin * np.min([(upper - lower) / np.maximum(span, 1e-12),
+                             speed / np.maximum(np.abs(qd).max(axis=0), 1e-12),
+                             accel / np.maximum(np.abs(qdd).max(axis=0), 1e-12)], axis=0)
+    q0 = (lower + upper) / 2 - scale * (q.max(axis=0) + q.min(axis=0)) / 2
+    return q0, a * scale[:, None], b * scale[:, None]
+
+
+def regressor_condition(model, excitation, independent, samples=SAMPLES_PER_PERIOD):
+    """Condition number (:func:`.parameters.condition_number`) of the base regressor stacked over
+    ``samples`` states of one period."""
+    q, qd, qdd = excitation(np.linspace(0, excitation.period, samples, endpoint=False))
+    Y = rd.regressor(model, q, qd, qdd).reshape(-1, 10 * len(model.body_joints))
+    return condition_number(Y[:, independent])
+
+
+def random_states(model, count, seed=0):
+    """``count`` states spread over the joint limits, for the structural analysis of the regressor."""
+    lower, upper, speed, accel = joint_limits(model)
+    rng = np.random.default_rng(seed)
+    uniform = lambda bound_low, bound_high: rng.uniform(bound_low, bound_high, (count, model.nv))  # noqa: E731
+    return uniform(lower, upper), uniform(-speed, speed), uniform(-accel, accel)
+
+
+def design_excitation(model, period=DEFAULT_PERIOD, harmonics=DEFAULT_HARMONICS, margin=DEFAULT_MARGIN,
+                      velocity_limits=None, acceleration_limits=None, seed=0, iterations=DESIGN_ITERATIONS):
+    """The Fourier excitation with the best-conditioned base regressor found (module docstring)."""
+    if harmonics < 2:
+        raise ExcitationError("an excitation at rest at both ends needs at least 2 harmonics")
+    if not 0 < margin <= 1:
+        raise ExcitationError(f"margin must be in (0, 1], got {margin}")
+    limits = joint_limits(model, velocity_limits, acceleration_limits)
+    n, free = model.nv, harmonics - 1
+    independent, _, _ = base_columns(rd.regressor(model, *random_states(model, 20 * len(model.body_joints), seed))
+                                     .reshape(-1, 10 * len(model.body_joints)))
+
+    def excitation(x):
+        a, b = _at_rest(x[: n * free].reshape(n, free), x[n * free:].reshape(n, free))
+        q0, a, b = _within_limits((a, b), period, limits, margin)
+        return FourierExcitation(tuple(model.joint_names), float(period), q0, a, b)
+
+    def cost(x):
+        return np.log(regressor_condition(model, excitation(x), independent))
+
+    rng = np.random.default_rng(seed)
+    starts = [rng.normal(size=2 * n * free) for _ in range(RANDOM_STARTS)]
+    best = min(starts, key=cost)
+    result = scipy.optimize.minimize(cost, best, method="L-BFGS-B", options={"maxiter": iterations})
+    return excitation(result.x)
+
+
+def write_trajectory_csv(path, excitation, duration, rate):
+    """Sample ``excitation`` over ``[0, duration]`` at ``rate`` Hz into a CSV: t, q_*, qd_*, qdd_*."""
+    t = np.arange(int(round(duration * rate)) + 1) / rate
+    q, qd, qdd = excitation(t)
+    names = excitation.joint_names
+    with open(path, "w", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(["t", *(f"q_{n}" for n in names), *(f"qd_{n}" for n in names), *(f"qdd_{n}" for n in names)])
+        for row in np.column_stack([t, q, qd, qdd]):
+            writer.writerow([f"{value:.9g}" for value in row])
+
+
+@dataclass(frozen=True)
+class SampledTrajectory:
+    """A trajectory read back from a CSV (t, q_*, qd_*, qdd_*), interpolated linearly between samples."""
+
+    joint_names: tuple
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+
+    @property
+    def duration(self):
+        return float(self.t[-1] - self.t[0])
+
+    def __call__(self, t):
+        """(q, qd, qdd) at time(s) ``t`` (held at the ends)."""
+        return tuple(np.stack([np.interp(t, self.t, column) for column in values.T], axis=-1)
+                     for values in (self.q, self.qd, self.qdd))
+
+
+def read_trajectory_csv(path):
+    """The :class:`SampledTrajectory` of a CSV written by :func:`write_trajectory_csv`."""
+    with open(path, newline="") as stream:
+        header = next(csv.reader(stream))
+    data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    names = tuple(column[2:] for column in header if column.startswith("q_"))
+    n = len(names)
+    if header[0] != "t" or len(header) != 1 + 3 * n or data.shape[1] != len(header):
+        raise ExcitationError(f"{path}: expected the columns t, q_*, qd_*, qdd_* (as written by robot-dynamics excite)")
+    return SampledTrajectory(names, data[:, 0], data[:, 1:1 + n], data[:, 1 + n:1 + 2 * n], data[:, 1 + 2 * n:])

@@ -1,0 +1,157 @@
+"""What ``robot-dynamics identify`` writes: the identified URDF, the payload parameters, the
+parameter table and the validation plot."""
+
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+from .parameters import mass_com_inertia
+
+SUFFIX = "_payload"  # the identified payload's link in identified.urdf: <link><SUFFIX>
+
+
+def _number(value):
+    return f"{float(value):.9g}"
+
+
+def _inertial_element(theta):
+    """``<inertial>`` of ten parameters about the link frame's origin: origin at the CoM, axes the link's."""
+    mass, com, inertia = mass_com_inertia(theta)
+    inertial = ET.Element("inertial")
+    ET.SubElement(inertial, "origin", xyz=" ".join(map(_number, com)), rpy="0 0 0")
+    ET.SubElement(inertial, "mass", value=_number(max(mass, 0.0)))
+    ET.SubElement(inertial, "inertia", **{key: _number(inertia[i, j]) for key, (i, j) in zip(
+        ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"), ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)))})
+    return inertial
+
+
+def _set_inertial(link, theta):
+    for old in link.findall("inertial"):
+        link.remove(old)
+    if theta is not None:
+        link.insert(0, _inertial_element(theta))
+
+
+def _parse(urdf_path):
+    return ET.parse(urdf_path, parser=ET.XMLParser(target=ET.TreeBuilder(insert_comments=True)))
+
+
+def identified_urdf(urdf_path, estimate, payload_link=None):
+    """The input URDF's XML with the identified ``<inertial>``s and ``<dynamics>``.
+
+    Whole-robot identification: each moving body's inertial parameters (its fixed children
+    included, as the model folds them) go to the link of its joint, and the fixed children's
+    own ``<inertial>`` are removed (their mass is now in that link).  Payload identification:
+    the robot is unchanged and the payload is a new link ``<link>_payload`` on a fixed joint.
+    """
+    problem, model = estimate.problem, estimate.problem.model
+    tree = _parse(urdf_path)
+    root = tree.getroot()
+    links = {link.get("name"): link for link in root.findall("link")}
+    joints = {joint.get("name"): joint for joint in root.findall("joint")}
+    if payload_link is None:
+        bodies = estimate.body_parameters()
+        body_links = {joints[name].find("child").get("link"): i for i, name in enumerate(model.body_joints)}
+        for name in model.link_names:
+            if model.frames[name].body >= 0:
+                i = body_links.get(name)
+                _set_inertial(links[name], None if i is None else bodies[i])
+    else:
+        link = ET.SubElement(root, "link", name=payload_link + SUFFIX)
+        _set_inertial(link, estimate.x[:10])
+        joint = ET.SubElement(root, "joint", name=payload_link + SUFFIX + "_joint", type="fixed")
+        ET.SubElement(joint, "parent", link=payload_link)
+        ET.SubElement(joint, "child", link=payload_link + SUFFIX)
+    if problem.friction:
+        damping, friction = estimate.friction()
+        for name, d, f in zip(model.joint_names, damping, friction):
+            dynamics = joints[name].find("dynamics")
+            if dynamics is None:
+                dynamics = ET.SubElement(joints[name], "dynamics")
+            dynamics.set("damping", _number(d))
+            dynamics.set("friction", _number(f))
+    ET.indent(tree)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def payload_yaml(link, theta, node="robot_dynamics"):
+    """The dynamics node's ``payload.*`` parameters for ``--params-file`` (floats written as floats)."""
+    mass, com, inertia = mass_com_inertia(theta)
+    six = [inertia[0, 0], inertia[0, 1], inertia[0, 2], inertia[1, 1], inertia[1, 2], inertia[2, 2]]
+    floats = lambda values: "[" + ", ".join(repr(float(v)) for v in values) + "]"  # noqa: E731
+    return (f"# the payload identified by robot-dynamics identify; node name {node!r} is the dynamics node's default\n"
+            f"{node}:\n  ros__parameters:\n    payload:\n"
+            f"      link: \"{link}\"\n      mass: {float(max(mass, 0.0))!r}\n"
+            f"      com: {floats(com)}\n      inertia: {floats(six)}\n")
+
+
+def parameter_table(estimate, validation=None):
+    """The text table: condition, base parameters with uncertainties, identified bodies and friction."""
+    lines = [f"samples: {estimate.samples} states; condition number of the weighted base regressor: {estimate.condition:.4g}",
+             "residual standard deviation per joint: " + ", ".join(
+                 f"{name} {s:.4g}" for name, s in zip(estimate.problem.model.joint_names, estimate.joint_sigma)),
+             "", "base parameters (least squares, its standard deviation, and the physically consistent estimate):",
+             f"{'least squares':>14} {'std':>11} {'std %':>8} {'consistent':>14}  parameter"]
+    for name, value, std, relative, consistent in zip(estimate.base_names, estimate.base_ols, estimate.base_std,
+                                                      estimate.relative_std, estimate.base_consistent):
+        lines.append(f"{value:14.6g} {std:11.3g} {relative:8.3g} {consistent:14.6g}  {name}")
+    model = estimate.problem.model
+    if estimate.problem.blocks == len(model.body_joints):
+        lines += ["", "identified bodies (physically consistent; inertia about the CoM, body axes):",
+                  f"{'body joint':24} {'mass':>10} {'com x':>10} {'com y':>10} {'com z':>10} "
+                  f"{'ixx':>10} {'iyy':>10} {'izz':>10} {'ixy':>10} {'ixz':>10} {'iyz':>10}"]
+        for joint, theta in zip(model.body_joints, estimate.body_parameters()):
+            lines.append(_body_line(joint, theta))
+    else:
+        lines += ["", "identified payload (physically consistent; inertia about its CoM, link axes):",
+                  _body_line("payload", estimate.x[:10])]
+    damping, friction = estimate.friction()
+    lines += ["", f"friction ({'identified' if estimate.problem.friction else 'from the URDF'}):",
+              f"{'joint':24} {'damping':>12} {'coulomb':>12}"]
+    lines += [f"{name:24} {d:12.5g} {f:12.5g}" for name, d, f in zip(model.joint_names, damping, friction)]
+    if validation is not None:
+        lines += ["", *validation_lines(model.joint_names, validation)]
+    return "\n".join(lines) + "\n"
+
+
+def _body_line(name, theta):
+    mass, com, I = mass_com_inertia(theta)
+    return (f"{name:24} {mass:10.5g} {com[0]:10.4g} {com[1]:10.4g} {com[2]:10.4g} "
+            f"{I[0, 0]:10.4g} {I[1, 1]:10.4g} {I[2, 2]:10.4g} {I[0, 1]:10.3g} {I[0, 2]:10.3g} {I[1, 2]:10.3g}")
+
+
+def validation_lines(joint_names, validation):
+    """RMS torque errors per joint on the validation data, identified and with the input URDF."""
+    lines = [f"validation on {validation.label}: RMS torque error per joint",
+             f"{'joint':24} {'RMS torque':>11} {'identified':>11} {'%':>7} {'input URDF':>11} {'%':>7}"]
+    for j, name in enumerate(joint_names):
+        scale = max(validation.rms_torque[j], 1e-300)
+        lines.append(f"{name:24} {validation.rms_torque[j]:11.4g} {validation.rms_identified[j]:11.4g} "
+                     f"{100 * validation.rms_identified[j] / scale:7.2f} {validation.rms_input[j]:11.4g} "
+                     f"{100 * validation.rms_input[j] / scale:7.2f}")
+    return lines
+
+
+def plot_validation(path, joint_names, validation):
+    """Measured vs predicted torques per joint (identified model and input URDF), one panel per joint."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(joint_names)
+    figure, axes = plt.subplots(n, 1, figsize=(9, 1.8 * n + 1), sharex=True, squeeze=False)
+    t = validation.samples.t - validation.samples.t[0]
+    for j, (ax, name) in enumerate(zip(axes[:, 0], joint_names)):
+        ax.plot(t, validation.samples.tau[:, j], color="black", lw=1.2, label="measured")
+        ax.plot(t, validation.identified[:, j], color="tab:blue", lw=1,
+                label=f"identified (RMS error {validation.rms_identified[j]:.3g})")
+        ax.plot(t, validation.input[:, j], color="tab:red", lw=0.8, ls="--",
+                label=f"input URDF (RMS error {validation.rms_input[j]:.3g})")
+        ax.set_ylabel(name, fontsize=8)
+        ax.legend(fontsize=7, loc="upper right")
+    axes[-1, 0].set_xlabel("t [s]")
+    figure.suptitle(f"joint torques on {validation.label}: measured and predicted")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
