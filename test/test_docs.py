@@ -84,11 +84,21 @@ RUN_ELSEWHERE = {
         "test/test_launch.py::test_simulation_launch_closes_the_computed_torque_loop_on_every_bundled_robot",
     "ros2 launch robot_dynamics simulation.launch.py urdf:=planar_2r command_source:=gravity":
         "test/test_launch.py::test_simulation_launch_closes_the_computed_torque_loop_on_every_bundled_robot",
+    # identification: one walk-through, each step on the files of the one before
+    "robot-dynamics excite arm7_gripper --duration 60 --output excitation.csv":
+        "test/test_identification_docs.py::test_walk_through",
+    "robot-dynamics identify recording --urdf arm7_gripper --friction --output identified":
+        "test/test_identification_docs.py::test_walk_through",
+    "robot-dynamics identify payload_recording.csv --urdf arm7_gripper --payload arm7_hand --output payload":
+        "test/test_identification_docs.py::test_walk_through",
+    ".venv/bin/python -m robot_dynamics.identification.benchmark":
+        "test/test_identification_docs.py::test_benchmark_prints_its_tables",
 }
 
 #: Python examples run by another test: a line of the example -> "path::test function".
 PYTHON_ELSEWHERE = {
     "rclpy.init()": "test/test_docs.py::test_your_own_robot_in_three_steps",  # needs the node of step 2
+    "from robot_dynamics.identification": "test/test_identification_docs.py::test_walk_through",  # in order
 }
 
 
