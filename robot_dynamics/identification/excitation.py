@@ -172,9 +172,11 @@ class SampledTrajectory:
         return float(self.t[-1] - self.t[0])
 
     def __call__(self, t):
-        """(q, qd, qdd) at time(s) ``t`` (held at the ends)."""
-        return tuple(np.stack([np.interp(t, self.t, column) for column in values.T], axis=-1)
-                     for values in (self.q, self.qd, self.qdd))
+        """(q, qd, qdd) at time(s) ``t`` (held at the ends): a binary search, not a pass over the samples."""
+        t = np.clip(np.asarray(t, dtype=float), self.t[0], self.t[-1])
+        k = np.clip(np.searchsorted(self.t, t, side="right") - 1, 0, len(self.t) - 2)
+        w = ((t - self.t[k]) / (self.t[k + 1] - self.t[k]))[..., None]
+        return tuple(values[k] * (1 - w) + values[k + 1] * w for values in (self.q, self.qd, self.qdd))
 
 
 def read_trajectory_csv(path):
