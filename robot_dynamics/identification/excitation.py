@@ -106,7 +106,8 @@ def regressor_condition(model, excitation, independent, samples=SAMPLES_PER_PERI
     """Condition number (:func:`.parameters.condition_number`) of the base regressor stacked over
     ``samples`` states of one period."""
     q, qd, qdd = excitation(np.linspace(0, excitation.period, samples, endpoint=False))
-    Y = rd.regressor(model, q, qd, qdd).reshape(-1, 10 * len(model.body_joints))
+    Y = rd.regressor(model, q, qd, qdd)
+    Y = Y.reshape(-1, Y.shape[-1])
     return condition_number(Y[:, independent])
 
 
@@ -127,8 +128,8 @@ def design_excitation(model, period=DEFAULT_PERIOD, harmonics=DEFAULT_HARMONICS,
         raise ExcitationError(f"margin must be in (0, 1], got {margin}")
     limits = joint_limits(model, velocity_limits, acceleration_limits)
     n, free = model.nv, harmonics - 1
-    independent, _, _ = base_columns(rd.regressor(model, *random_states(model, 20 * len(model.body_joints), seed))
-                                     .reshape(-1, 10 * len(model.body_joints)))
+    Y = rd.regressor(model, *random_states(model, 20 * len(model.body_joints), seed))
+    independent, _, _ = base_columns(Y.reshape(-1, Y.shape[-1]))
 
     def excitation(x):
         a, b = _at_rest(x[: n * free].reshape(n, free), x[n * free:].reshape(n, free))

@@ -153,8 +153,8 @@ class Problem:
     model: rd.RobotModel
     blocks: int
     friction: bool
-    transform: np.ndarray     # (10 nb, 10 blocks): the model's body parameters per unknown inertial parameter
-    known: np.ndarray         # (10 nb,): body parameters not estimated (payload mode: the robot)
+    transform: np.ndarray     # (10 nb + rotors, 10 blocks): the regressor's parameters per unknown inertial parameter
+    known: np.ndarray         # (10 nb + rotors,): parameters not estimated (rotor inertias; payload mode: the robot)
     prior: np.ndarray
     names: tuple
     friction_velocity: float
@@ -174,7 +174,7 @@ class Problem:
         return np.hstack(columns), known
 
     def inertial(self, x):
-        """The model's body parameters (10 nb,) for the unknowns ``x``."""
+        """The regressor's parameters (10 nb + rotors,) for the unknowns ``x``."""
         return self.known + self.transform @ x[: PARAMETERS_PER_BODY * self.blocks]
 
 
@@ -190,13 +190,21 @@ def _friction_names(model):
     return tuple(f"{kind} {joint}" for kind in ("damping", "friction") for joint in model.joint_names)
 
 
+def _rotor_columns(model):
+    """The regressor's columns after the bodies' ten parameters each: the rotor inertia of every coordinate."""
+    return len(rd.inertial_parameters(model)) - PARAMETERS_PER_BODY * len(model.body_joints)
+
+
 def full_problem(model, friction, friction_velocity=DEFAULT_FRICTION_VELOCITY):
-    """Every body's inertial parameters (and friction) unknown; the URDF's values are the prior."""
+    """Every body's inertial parameters (and friction) unknown; the URDF's values are the prior.
+    The rotor inertia (``model.armature``) is taken from the URDF as known."""
     nb = len(model.body_joints)
     theta = rd.inertial_parameters(model)
+    bodies, rotors = PARAMETERS_PER_BODY * nb, _rotor_columns(model)
     names = tuple(f"{p} {model.body_joints[i]}" for i in range(nb) for p in PARAMETER_NAMES)
-    prior = np.concatenate([theta, model.damping, model.friction]) if friction else theta
-    return Problem(model, nb, friction, np.eye(PARAMETERS_PER_BODY * nb), np.zeros_like(theta), prior,
+    prior = np.concatenate([theta[:bodies], model.damping, model.friction]) if friction else theta[:bodies]
+    known = np.concatenate([np.zeros(bodies), theta[bodies:]])
+    return Problem(model, nb, friction, np.eye(bodies + rotors, bodies), known, prior,
                    names + (_friction_names(model) if friction else ()), friction_velocity)
 
 
@@ -211,7 +219,7 @@ def payload_transform(model, link):
     # move_inertial_parameters is linear in the parameters: its columns are the images of unit vectors
     from ..model import move_inertial_parameters
 
-    T = np.zeros((PARAMETERS_PER_BODY * len(model.body_joints), PARAMETERS_PER_BODY))
+    T = np.zeros((PARAMETERS_PER_BODY * len(model.body_joints) + _rotor_columns(model), PARAMETERS_PER_BODY))
     rows = slice(PARAMETERS_PER_BODY * frame.body, PARAMETERS_PER_BODY * (frame.body + 1))
     for k in range(PARAMETERS_PER_BODY):
         T[rows, k] = move_inertial_parameters(np.eye(PARAMETERS_PER_BODY)[k], frame.pose[:3, :3], frame.pose[:3, 3])
@@ -262,7 +270,8 @@ class Estimate:
 
     def body_parameters(self):
         """The model's ten parameters per body (nb, 10), identified."""
-        return self.problem.inertial(self.x).reshape(-1, PARAMETERS_PER_BODY)
+        bodies = PARAMETERS_PER_BODY * len(self.problem.model.body_joints)
+        return self.problem.inertial(self.x)[:bodies].reshape(-1, PARAMETERS_PER_BODY)
 
     def friction(self):
         """(damping, friction) per joint; the URDF's without friction identification."""
