@@ -76,7 +76,7 @@ class DynamicsNode(RobotNode):
 
     def __init__(self, node_name: str = "robot_dynamics", **kwargs):
         super().__init__(node_name, PARAMETERS, Settings, coerce_setting, **kwargs)
-        warm_up_kernels(self)
+        warm_up_kernels(self, "dynamics_node")
         self._state: JointStateMerger | None = None
         self._desired_state: DesiredStateReader | None = None
         self._desired: Desired | None = None

@@ -30,9 +30,10 @@ def exit_now_if_compiling(status: int) -> None:
         os._exit(status)
 
 
-def warm_up_kernels(node: Node) -> None:
-    """Compile (or load from numba's cache) the dynamics kernels before the node's loop starts;
-    says so when that takes long (the first run after installing).
+def warm_up_kernels(node: Node, part: str) -> None:
+    """Compile (or load from numba's cache) the kernels the node uses, ``part`` of
+    :data:`~robot_dynamics.warm_up.PARTS`, before the node's loop starts; says so when that takes
+    long (the first run after installing).
 
     The compiler runs in a thread of its own while this (the main) thread waits: a signal handler
     raising in the middle of LLVM's code generation would be swallowed there (it runs inside a
@@ -43,7 +44,7 @@ def warm_up_kernels(node: Node) -> None:
 
     def compile_kernels():
         try:
-            warm_up()
+            warm_up(part)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the node's thread
             failure.append(exc)
 

@@ -72,7 +72,7 @@ class SimulatorNode(RobotNode):
 
     def __init__(self, node_name: str = "robot_dynamics_simulator", **kwargs):
         super().__init__(node_name, PARAMETERS, Settings, coerce_setting, **kwargs)
-        warm_up_kernels(self)
+        warm_up_kernels(self, "simulator")
         self._sim: Simulator | None = None
         self._paused = False
         self._failure = ""            # why integration stopped ("" while running)
