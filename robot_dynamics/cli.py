@@ -104,9 +104,10 @@ def parse_configuration(model, values):
         seen = set()
         for token in tokens:
             name, _, text = token.partition("=")
-            if name in model.mimic_joints:
-                master = model.mimic_joints[name][0]
-                raise CLIError(f"--q: joint {name!r} mimics {master!r}: give {master!r} instead")
+            if name in model.couplings:
+                masters = ", ".join(repr(master) for master, _ in model.couplings[name][0])
+                verb = "mimics" if len(model.couplings[name][0]) == 1 else "follows"
+                raise CLIError(f"--q: joint {name!r} {verb} {masters}: give {masters} instead")
             if name not in index:
                 raise CLIError(f"--q: unknown joint {name!r} (joints: {', '.join(model.joint_names)})")
             if name in seen:
@@ -192,7 +193,7 @@ def info(model, path, load_warnings):
     lower, upper = model.position_limits.T
     joints = []
     for i, name in enumerate(model.joint_names):
-        followers = [m for m, (master, _, _) in model.mimic_joints.items() if master == name]
+        followers = [m for m, (terms, _) in model.couplings.items() if any(master == name for master, _ in terms)]
         moved = {name, *followers}
         joints.append({
             "name": name,
@@ -223,6 +224,8 @@ def info(model, path, load_warnings):
         "joints": joints,
         "mimic_joints": {name: {"master": master, "multiplier": mult, "offset": off}
                          for name, (master, mult, off) in model.mimic_joints.items()},
+        "coupled_joints": {name: {"masters": dict(terms), "offset": offset}  # all, q_joint = E q + o
+                           for name, (terms, offset) in model.couplings.items()},
         "link_masses": {link: {"mass": links[link][0], "moved_by": carried_by[link]} for link in model.link_names},
         "inertia_bounds": _inertia_bounds(model),
         "warnings": list(load_warnings) + inertia_warnings(links),
@@ -286,10 +289,11 @@ def print_info(report, out):
         write(f"\ninertia bounds lambda_min I <= M(q) <= lambda_max I: lambda_min = {bounds['lambda_min']:.6g}, "
               f"lambda_max = {bounds['lambda_max']:.6g}\n(eigenvalues of M over {bounds['samples']} random "
               f"configurations within the limits, seed {bounds['seed']}; joints without limits in [-pi, pi])\n")
-    if report["mimic_joints"]:
-        write("\nmimic joints (not coordinates):\n")
-        for name, mimic in report["mimic_joints"].items():
-            write(f"  {name} = {mimic['multiplier']:g} * {mimic['master']} + {mimic['offset']:g}\n")
+    if report["coupled_joints"]:
+        write("\nmimic and coupled joints (not coordinates):\n")
+        for name, coupling in report["coupled_joints"].items():
+            terms = " + ".join(f"{factor:g} * {master}" for master, factor in coupling["masters"].items())
+            write(f"  {name} = {terms} + {coupling['offset']:g}\n")
     write("\nlinks (mass in kg; moved by):\n")
     link_width = max(len(link) for link in report["link_masses"])
     for link, entry in report["link_masses"].items():

@@ -1,6 +1,7 @@
 """The ``robot-dynamics`` command-line tool: printed values against the library, one-line errors."""
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -72,6 +73,20 @@ def test_info_json_matches_the_model(capsys):
     assert report["link_masses"]["link1"] == {"mass": 2.0, "moved_by": "theta1"}
     assert report["warnings"] == []
     assert any("point masses" in note for note in report["notes"])
+
+
+def test_info_shows_joints_coupled_to_several_coordinates(capsys):
+    # Spong's five-bar cut open: q3 = q1 - q2 and q4 = q2 - q1 + pi follow both coordinates
+    status, out, err = run(capsys, "info", "five_bar")
+    assert status == 0, err
+    assert "q3 = 1 * q1 + -1 * q2 + 0" in out and "q4 = 1 * q2 + -1 * q1 + 3.14159" in out
+    status, out, _ = run(capsys, "info", "five_bar", "--json")
+    report = json.loads(out)
+    assert report["mimic_joints"] == {}  # none follows a single coordinate
+    assert report["coupled_joints"]["q3"] == {"masters": {"q1": 1.0, "q2": -1.0}, "offset": 0.0}
+    assert report["coupled_joints"]["q4"]["masters"] == {"q1": -1.0, "q2": 1.0}
+    assert report["coupled_joints"]["q4"]["offset"] == pytest.approx(math.pi)
+    assert [j["mimicked_by"] for j in report["joints"]] == [["q3", "q4"], ["q3", "q4"]]
 
 
 def test_info_prints_the_inertia_bounds_of_seeded_samples(capsys, tmp_path):
@@ -175,6 +190,7 @@ def test_configuration_outside_the_limits_is_computed_with_a_warning(capsys):
     (["gravity", "planar_2r", "--q", "theta1=1", "theta1=2"], ["given twice"]),
     (["gravity", "planar_2r", "--q", "theta1=1", "2"], ["not a mix"]),
     (["mass-matrix", "arm7_gripper", "--q", "arm7_finger_joint2=0.01"], ["mimics 'arm7_finger_joint1'"]),
+    (["mass-matrix", "five_bar", "--q", "q3=0.1"], ["joint 'q3' follows 'q1', 'q2'"]),
     (["demo", "--duration", "0"], ["--duration must be positive"]),
     (["demo", "--robot", "no_such_robot", "--no-plot"], ["no_such_robot"]),
 ])
