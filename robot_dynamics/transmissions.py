@@ -31,8 +31,10 @@ directly in ``<transmission>``), else 1.  ``J_m`` is ``<drake:rotor_inertia>`` a
 without them the transmission adds nothing.  On a mimic joint the motor's inertia reflects to
 the coordinate it follows times the multiplier squared.  A transmission this module cannot read
 is skipped with a warning naming it: one with a rotor but another type than SimpleTransmission,
-several joints or several actuators; one naming a joint the URDF does not have, or a fixed joint
-with a rotor; a value that is not a finite number; a negative inertia or damping.  (Without a
+several joints or several actuators; one naming a joint the URDF does not have, a fixed joint
+with a rotor, or a rotor on a joint that follows several coordinates (its reflected inertia
+``r^2 J_m e e^T``, ``e`` the joint's row of ``E``, would couple them, and the armature is one
+value per coordinate); a value that is not a finite number; a negative inertia or damping.  (Without a
 rotor a transmission adds nothing, so an unread differential transmission of a real robot
 description is skipped quietly.)  A transmission never stops a URDF from loading.
 """
@@ -95,6 +97,14 @@ def reflected_motor_terms(root, model):
         elif joint in model.mimic_joints:
             master, multiplier, _ = model.mimic_joints[joint]
             coordinate = model.joint_names.index(master)
+        elif joint in model.couplings:
+            # A rotor on a joint that follows several coordinates would add r^2 J_m e e^T (e: the
+            # joint's row of E), coupling those coordinates; the armature is diagonal per coordinate.
+            if rotor_inertia or rotor_damping:
+                masters = ", ".join(master for master, _ in model.couplings[joint][0])
+                warnings.warn(f"{what} names joint {joint!r}, which follows several coordinates ({masters}): its rotor "
+                              "would couple them, and armature is per coordinate; skipped", stacklevel=3)
+            continue
         elif joint in fixed and rotor_inertia == rotor_damping == 0:
             continue  # a motor on a welded joint, and nothing to reflect: nothing is lost
         else:

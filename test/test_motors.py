@@ -125,6 +125,21 @@ def test_a_transmission_on_a_mimic_joint_reflects_to_its_master():
     np.testing.assert_allclose(model.armature, [0, 4 * 0.1])
 
 
+
+def test_a_rotor_on_a_joint_following_several_coordinates_is_skipped_with_a_warning():
+    # Spong's five-bar: q3 = q1 - q2. Its rotor would add r^2 J_m e e^T with e = (1, -1), off the
+    # diagonal; the armature is one value per coordinate, so the rotor is refused, loudly.
+    five_bar = bundled_urdf("five_bar").read_text().replace('<robot name="five_bar">',
+                                                            '<robot name="five_bar" xmlns:drake="http://drake.mit.edu">')
+    plain = rd.load_urdf(five_bar)
+    with pytest.warns(UserWarning, match=r"transmission 't' names joint 'q3', which follows several coordinates \(q1, q2\)"):
+        model = rd.load_urdf(five_bar.replace("</robot>", ros_transmission("q3", 10, 1e-3) + "</robot>"))
+    np.testing.assert_array_equal(model.armature, [0, 0])
+    np.testing.assert_array_equal(rd.mass_matrix(model, [0.3, 0.1]), rd.mass_matrix(plain, [0.3, 0.1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a gear without a rotor reflects nothing: nothing to warn about
+        rd.load_urdf(five_bar.replace("</robot>", ros_transmission("q3", 10) + "</robot>"))
+
 @pytest.mark.parametrize("xml, message", [
     (ros_transmission("elbow", 10, 1e-3, kind="transmission_interface/DifferentialTransmission"), "DifferentialTransmission"),
     (ros_transmission("nowhere", 10, 1e-3), "'nowhere'"),
