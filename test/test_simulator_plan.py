@@ -30,7 +30,8 @@ def test_compile_plan_initial_state_and_orders(arm):
     lower, upper = arm.position_limits.T
     assert np.all((plan.q0 >= lower) & (plan.q0 <= upper))
     plan = compile_plan(arm, Settings(joints=("arm7_joint2", "arm7_joint1")))
-    assert plan.state_names[:2] == ["arm7_joint2", "arm7_joint1"] and len(plan.state_names) == arm.nv
+    assert plan.state_names[:2] == ["arm7_joint2", "arm7_joint1"] and plan.state_names[-1] == "arm7_finger_joint2"
+    assert len(plan.state_names) == arm.nv + 1  # the coordinates, then the mimic finger
     with pytest.raises(ValueError, match="mimic another joint"):
         compile_plan(arm, Settings(joints=("arm7_finger_joint2",)))
     with pytest.raises(ValueError, match="initial_positions has 2 values"):
@@ -108,3 +109,26 @@ def test_command_messages_are_checked(arm):
         external_wrench("nowhere", (0.0,) * 3, (1.0,) * 3, plan)
     with pytest.raises(Rejected, match="non-finite wrench"):
         external_wrench("arm7_link7", (math.nan, 0.0, 0.0), (1.0,) * 3, plan)
+
+
+@pytest.mark.parametrize("robot", ["arm7_gripper", "five_bar"])
+def test_joint_states_carry_coupled_joints_as_e_q_plus_o(robot):
+    """joint_states: the coordinates in the ``joints`` order, then every mimic or coupled joint at
+    q_joint = E q + o, qd_joint = E qd, with no effort (no actuator drives it)."""
+    model = rd.load_urdf(bundled_urdf(robot))
+    joints = tuple(reversed(model.joint_names))
+    plan = compile_plan(model, Settings(joints=joints))
+    rng = np.random.default_rng(3)
+    q, qd, effort = rng.normal(size=(3, model.nv))
+    position, velocity, applied = plan.joint_state(q, qd, effort)
+    assert plan.state_names == list(joints) + [name for name in model.body_joints if name in model.couplings]
+    by_name = dict(zip(plan.state_names, zip(position, velocity, applied)))
+    for i, name in enumerate(model.joint_names):
+        assert by_name[name] == (q[i], qd[i], effort[i])
+    index = {name: i for i, name in enumerate(model.joint_names)}
+    for name, (terms, offset) in model.couplings.items():
+        expected_q = sum(factor * q[index[master]] for master, factor in terms) + offset
+        expected_qd = sum(factor * qd[index[master]] for master, factor in terms)
+        assert by_name[name] == (pytest.approx(expected_q), pytest.approx(expected_qd), 0.0)
+    if robot == "five_bar":  # Spong's parallelogram: q3 = q1 - q2, q4 = q2 - q1 + pi
+        assert by_name["q3"][0] == pytest.approx(q[0] - q[1]) and by_name["q4"][0] == pytest.approx(q[1] - q[0] + math.pi)

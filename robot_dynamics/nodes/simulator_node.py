@@ -5,10 +5,11 @@ Executable ``simulator_node``, default node name ``robot_dynamics_simulator``
 
 * ``joint_states`` (sensor_msgs/JointState) at ``publish_rate`` (simulated time): position,
   velocity and effort = the actuator torque actually applied (after saturation), the ``joints``
-  first, then the other joints of the model; ``/clock`` (rosgraph_msgs/Clock) when
+  first, then the other coordinates of the model, then the mimic and coupled joints (``q_joint =
+  E q + o``, ``qd_joint = E qd``, effort 0: no actuator drives them); ``/clock`` (rosgraph_msgs/Clock) when
   ``publish_clock``; ``/diagnostics`` once a second;
 * with elastic joints (``joint_stiffness``), ``motor_states`` (sensor_msgs/JointState) with every
-  ``joint_states`` message, same stamp and names: the motor positions and velocities reflected to
+  ``joint_states`` message, same stamp, the coordinates' names: the motor positions and velocities reflected to
   the link side (rad, rad/s; ``docs/motors.md``) and the applied motor torque;
 * ``effort_command`` (std_msgs/Float64MultiArray, the ``joints`` order), ``effort_command_named``
   (sensor_msgs/JointState, efforts by name, any subset), ``external_wrench``
@@ -101,6 +102,7 @@ class SimulatorNode(RobotNode):
         """Start (or restart, for a new robot_description) the simulation of ``plan``'s model, or
         take over new settings of the same model."""
         self._state_writer = JointStateWriter(plan.state_names)
+        self._motor_writer = JointStateWriter(plan.state_names[:plan.model.nv])
         new = plan.settings
         if self._plan is not None and plan.base is self._plan.base and plan.stiffness == self._plan.stiffness:
             sim = self._sim
@@ -285,18 +287,19 @@ class SimulatorNode(RobotNode):
                 self._next_publish = sim.t + 1.0 / self._settings.publish_rate
 
     def _publish_state(self, plan: Plan) -> None:
-        sim, order = self._sim, plan.state_index
+        sim = self._sim
         ns = self._epoch_ns + round(sim.t * 1e9)
         sec, nanosec = divmod(ns, 1_000_000_000)
         # Published serialized: a message object would cost rclpy a conversion of every field (the
         # names too) on every call, as much as two rk4 steps of Panda-7.
         self._pub_states.publish(self._state_writer.serialize(
-            sec, nanosec, sim.q[order], sim.qd[order], sim.applied_effort[order]))
+            sec, nanosec, *plan.joint_state(sim.q, sim.qd, sim.applied_effort)))
         self._n_published += 1
         if plan.stiffness:
             if self._motor_pub is None:
                 self._motor_pub = self.create_publisher(JointState, "motor_states", OUTPUT_QOS)
-            self._motor_pub.publish(self._state_writer.serialize(
+            order = plan.state_index
+            self._motor_pub.publish(self._motor_writer.serialize(
                 sec, nanosec, sim.motor_q[order], sim.motor_qd[order], sim.applied_effort[order]))
         if self._settings.publish_clock:
             if self._clock_pub is None:

@@ -51,7 +51,7 @@ PARAMETERS = (
     Parameter("gravity", list(_D.gravity), "Gravitational acceleration (x, y, z) in the root link frame, "
               "m/s^2: the physical acceleration, (0, 0, -9.81) for an upright mounting."),
     Parameter("joints", [], "Order of effort_command's data (string list); empty = the model order. "
-              "joint_states lists these joints first, then the other joints of the model."),
+              "joint_states lists these joints first, then the other coordinates, then the mimic and coupled joints."),
     Parameter("physics_rate", _D.physics_rate, "Integration steps per second of simulated time, Hz."),
     Parameter("publish_rate", _D.publish_rate, "joint_states (and /clock) messages per second of simulated "
               "time, Hz."),
@@ -92,9 +92,10 @@ TOPICS = (
     ("external_wrench", "geometry_msgs/WrenchStamped", "in", "at the origin of link header.frame_id, "
      "world-aligned axes"),
     ("robot_description", "std_msgs/String", "in", "latched URDF (when the parameter is empty)"),
-    ("joint_states", "sensor_msgs/JointState", "out", "position, velocity, applied effort at publish_rate"),
+    ("joint_states", "sensor_msgs/JointState", "out", "position, velocity, applied effort at publish_rate; mimic and coupled joints from "
+     "q_joint = E q + o, qd_joint = E qd, effort 0"),
     ("motor_states", "sensor_msgs/JointState", "out", "with joint_stiffness: motor position and velocity "
-     "(link side), applied motor torque, as joint_states"),
+     "(link side), applied motor torque, of the coordinates, stamped as joint_states"),
     ("/clock", "rosgraph_msgs/Clock", "out", "simulated time, with publish_clock"),
     ("/diagnostics", "diagnostic_msgs/DiagnosticArray", "out", "model and simulation, once a second"),
 )
@@ -140,13 +141,22 @@ class Plan:
     settings: Settings
     command_index: np.ndarray  # model index of each entry of effort_command (the `joints` order)
     command_names: tuple
-    state_index: np.ndarray    # model index of each joint_states entry
-    state_names: list          # joint_states names (one list object, reused in every message)
+    state_index: np.ndarray    # model index of each coordinate's joint_states entry
+    state_names: list          # joint_states names, the coordinates' then the coupled joints' (one list, reused)
+    coupled_map: tuple         # (E rows, o) of the coupled joints in state_names: q_joint = E q + o
     index: dict                # joint name -> model index
     q0: np.ndarray             # the initial (and reset) state, model order
     qd0: np.ndarray
     stiffness: tuple           # K of the elastic joints (model order); (): rigid joints
     notes: tuple               # warnings worth logging once (e.g. an initial position beyond a limit)
+
+    def joint_state(self, q, qd, effort):
+        """``(position, velocity, effort)`` in :attr:`state_names` order: the coordinates', then each
+        coupled joint's ``E q + o`` and ``E qd``, with effort 0 (no actuator drives a coupled joint)."""
+        rows, offset = self.coupled_map
+        order = self.state_index
+        return (np.concatenate((q[order], rows @ q + offset)), np.concatenate((qd[order], rows @ qd)),
+                np.concatenate((effort[order], np.zeros(len(offset)))))
 
 
 def compile_plan(base: RobotModel, s: Settings) -> Plan:
@@ -171,7 +181,10 @@ def compile_plan(base: RobotModel, s: Settings) -> Plan:
     command_index = np.array([index[n] for n in command_names], dtype=np.intp)
     rest = [i for i in range(model.nv) if i not in set(command_index.tolist())]
     state_index = np.concatenate((command_index, np.array(rest, dtype=np.intp)))
-    state_names = [model.joint_names[i] for i in state_index]
+    E, o = model.joint_map()
+    coupled = [i for i, name in enumerate(model.body_joints) if name in model.couplings]
+    coupled_map = (E[coupled], o[coupled])
+    state_names = [model.joint_names[i] for i in state_index] + [model.body_joints[i] for i in coupled]
 
     lower, upper = model.position_limits[:, 0], model.position_limits[:, 1]
     q0 = np.clip(np.zeros(model.nv), lower, upper)
@@ -196,7 +209,7 @@ def compile_plan(base: RobotModel, s: Settings) -> Plan:
         for i in np.flatnonzero((q0 < lower) | (q0 > upper))
     )
     return Plan(base=base, model=model, settings=s, command_index=command_index, command_names=tuple(command_names),
-                state_index=state_index, state_names=state_names, index=index, q0=q0, qd0=qd0, stiffness=stiffness,
+                state_index=state_index, state_names=state_names, coupled_map=coupled_map, index=index, q0=q0, qd0=qd0, stiffness=stiffness,
                 notes=notes)
 
 
