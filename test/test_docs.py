@@ -56,6 +56,10 @@ RUN_ELSEWHERE = {
     "robot-dynamics bench node --duration 10": "test/test_cli.py::test_bench_runs_each_benchmark_main_with_the_given_arguments",
     "robot-dynamics bench simulator --duration 10":
         "test/test_cli.py::test_bench_runs_each_benchmark_main_with_the_given_arguments",
+    "python -m robot_dynamics.tools.benchmarks.soak --flood --duration 10":
+        "test/test_hostile_inputs.py::test_after_a_flood_the_node_answers_at_once_and_stops_on_sigint",
+    "python -m robot_dynamics.tools.benchmarks.soak --duration 600 --every 30":
+        "test/test_hostile_inputs.py::test_the_soak_benchmark_prints_a_line_per_window",
     "OPENBLAS_NUM_THREADS=1 robot-dynamics bench scaling":
         "test/test_cli.py::test_bench_scaling_tiny_run_prints_the_tables_and_writes_the_plot",
     # the ROS 2 workspace route: test_colcon.py copies the checkout into src/ (for the clone) and builds it

@@ -14,6 +14,7 @@ import re
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -22,6 +23,7 @@ import robot_dynamics as rd
 
 from .description import DescriptionSource, steady_timer
 from .ros_parameters import declare_settings, fatal_parameter, watch_settings
+from .safety import closest_name, cut, description_text
 
 __all__ = ["DIAGNOSTICS_PERIOD", "RobotNode"]
 
@@ -79,6 +81,9 @@ class RobotNode(Node):
             self._description = DescriptionSource(self, self._on_urdf)
         except ParameterException as exc:  # robot_description(_node) of the wrong type
             fatal_parameter(self, exc)
+        self.add_on_set_parameters_callback(self._check_description_change)
+        self._check_start_description()
+        self._warn_unknown_parameters()
         if self._diagnostics:
             self._pub_diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_QOS)
             steady_timer(self, DIAGNOSTICS_PERIOD, self._on_diagnostics_timer)
@@ -88,9 +93,10 @@ class RobotNode(Node):
         keep = f"; keeping the previous model {self._base.name!r}" if self._plan is not None else ""
         level = DiagnosticStatus.WARN if keep else DiagnosticStatus.ERROR
         try:
-            base = rd.load_urdf(xml)
+            base = rd.load_urdf(description_text(xml))
         except Exception as exc:  # noqa: BLE001 - whatever the parser says, the node stays up
-            self.set_model_status(level, f"robot_description from {source} failed to load: {exc}{keep}")
+            reason = str(exc) or type(exc).__name__
+            self.set_model_status(level, f"robot_description from {source} failed to load: {reason}{keep}")
             return
         try:
             plan = self.compile(base, self._settings)
@@ -101,6 +107,54 @@ class RobotNode(Node):
             self.set_model_status(level, f"robot {base.name!r} from {source} does not fit the parameters: {exc}{keep}")
             return
         self._take(base, plan, source, self._settings)
+
+    def _check_start_description(self) -> None:
+        """A robot_description given at start (params file, ``--urdf``) must load and fit the
+        settings: the node ends (FATAL, exit 2) otherwise, like for any other invalid parameter."""
+        xml = self.get_parameter("robot_description").value
+        if xml:
+            try:
+                self.compile(rd.load_urdf(description_text(xml)), self._settings)
+            except Exception as exc:  # noqa: BLE001 - whatever the parser says, it is the parameter's fault
+                fatal_parameter(self, cut(f"robot_description: {exc}"))
+
+    def _warn_unknown_parameters(self) -> None:
+        """Name each parameter given to the node (params file, ``-p``) that it does not have."""
+        known = set(self._parameters)
+        for name in getattr(self, "_parameter_overrides", {}):
+            if name not in known and not name.startswith("qos_overrides."):
+                guess = closest_name(name, known)
+                hint = f" (did you mean {guess!r}?)" if guess else ""
+                self.get_logger().warn(cut(f"unknown parameter {name!r} ignored{hint}"))
+
+    def _check_description_change(self, params) -> SetParametersResult:
+        """A new robot_description parameter is accepted only if it loads and fits the settings
+        ('' is accepted: the node then takes the topic's description)."""
+        for p in params:
+            if p.name == "robot_description" and p.value:
+                try:
+                    self.compile(rd.load_urdf(description_text(p.value)), self._settings)
+                except Exception as exc:  # noqa: BLE001 - whatever the parser says, the change is refused
+                    return SetParametersResult(successful=False, reason=cut(f"robot_description: {exc}"))
+        return SetParametersResult(successful=True)
+
+    def set_parameters(self, parameter_list):
+        """rclpy's ``set_parameters``, every refusal (rclpy's own checks too) logged."""
+        results = super().set_parameters(parameter_list)
+        for p, result in zip(parameter_list, results):
+            self._log_refusal([p], result)
+        return results
+
+    def set_parameters_atomically(self, parameter_list):
+        """rclpy's ``set_parameters_atomically`` (the parameter service's way), a refusal logged."""
+        result = super().set_parameters_atomically(parameter_list)
+        self._log_refusal(parameter_list, result)
+        return result
+
+    def _log_refusal(self, params, result) -> None:
+        if not result.successful:
+            names = ", ".join(p.name for p in params)
+            self.get_logger().warn(cut(f"parameter change of {names} rejected: {result.reason}"))
 
     def _take(self, base, plan, source: str, old_settings) -> None:
         if base is not self._base:
@@ -138,6 +192,7 @@ class RobotNode(Node):
 
     def set_model_status(self, level, text: str) -> None:
         """The model's status for ``/diagnostics``, logged now."""
+        text = cut(text)
         self._model_status = (level, text)
         (self.get_logger().error if level == DiagnosticStatus.ERROR else self.get_logger().warn)(text)
 
@@ -146,6 +201,7 @@ class RobotNode(Node):
         """Record a problem of ``kind`` for ``/diagnostics`` and log it, at most once per
         ``LOG_THROTTLE`` per kind and reason (the text up to its first number, name list or value);
         ``log``: now, whatever the throttle says."""
+        text = cut(text)
         entry = self._problems.get(kind)
         if entry is None:
             self._problems[kind] = [level, text, now_ns]
@@ -192,8 +248,9 @@ class RobotNode(Node):
         name = self.get_fully_qualified_name()
         hardware_id = self._base.name if self._plan is not None else ""
         array_msg = DiagnosticArray(status=[
-            DiagnosticStatus(level=level, name=f"{name}: {suffix}", message=message, hardware_id=hardware_id,
-                             values=[KeyValue(key=k, value=str(v)) for k, v in values])
+            DiagnosticStatus(level=level, name=f"{name}: {suffix}", message=cut(message),
+                             hardware_id=cut(hardware_id, 200),
+                             values=[KeyValue(key=k, value=cut(v)) for k, v in values])
             for suffix, level, message, values in statuses
         ])
         array_msg.header.stamp = self.get_clock().now().to_msg()

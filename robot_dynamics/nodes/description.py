@@ -154,6 +154,9 @@ class DescriptionSource:
             self._wake.reset()
 
     def _on_topic(self, msg: String) -> None:
+        if self._param_xml and msg.data and msg.data != self._topic_xml:
+            self._log.warn(f"a robot_description message on {self._sub.topic_name} is ignored: the node's "
+                           "parameter robot_description is set (it takes precedence; set it to '' to follow the topic)")
         self._topic_xml = msg.data
         if msg.data:
             self._drop_remote_client()

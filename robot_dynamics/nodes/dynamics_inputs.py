@@ -76,7 +76,8 @@ class JointStateMerger:
     def update(self, names, position, velocity, effort, now_ns: int) -> tuple[bool, str]:
         """Merge one message in; ``(whether it carried a position or velocity of this model, a
         warning about mimic joints that disagree with their masters or '')``; Rejected (nothing
-        merged) for duplicate names, wrong lengths or non-finite values."""
+        merged) for duplicate names, wrong lengths, non-finite or implausible values
+        (:class:`~robot_dynamics.nodes.safety.Plausibility`)."""
         key = tuple(names)
         mm = self._maps.get(key)
         if mm is None:
@@ -91,6 +92,9 @@ class JointStateMerger:
         position = _floats(position) if len(position) else None
         p = mm.take(position, "position") if position is not None else None
         v = mm.take(_floats(velocity), "velocity") if len(velocity) else None
+        implausible = self.plan.plausibility.problem(mm.dst, p, v)
+        if implausible:
+            raise Rejected(implausible)
         warning = ""
         if p is not None:
             self.q[mm.dst] = p

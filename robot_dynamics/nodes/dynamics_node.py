@@ -16,7 +16,9 @@ all outputs are computed with one call each of ``rd.gravity_torques``, ``rd.mass
 :func:`robot_dynamics.control.computed_torque` (plus :func:`robot_dynamics.control.friction_torques`
 with ``compensate_friction``). Nothing is published from a state with a joint older than
 ``state_timeout``, from a rejected (non-finite, wrong-length, duplicate-name) message, or from a
-desired input older than ``desired_timeout``; every output is checked finite.
+desired input older than ``desired_timeout``; every output is computed, checked finite and published
+on its own (one that fails never stops another). ``effort_command`` is held within the URDF effort
+limits; with ``max_position_error`` set, a larger position error makes it hold gravity instead.
 
 The settings and plan are :mod:`~robot_dynamics.nodes.dynamics_plan`, the input checks
 :mod:`~robot_dynamics.nodes.dynamics_inputs`; this module converts messages and diagnoses.
@@ -41,6 +43,7 @@ from .base import RobotNode
 from .converters import as_float_array, matrix_msg
 from .dynamics_inputs import DesiredStateReader, JointStateMerger, Rejected, desired_accelerations
 from .dynamics_plan import PARAMETERS, Desired, Plan, Settings, coerce_setting, compile_plan, servo_terms
+from .safety import cut
 from .runner import warm_up_kernels
 
 #: QoS of the outputs and of the desired inputs: reliable publishers match reliable and
@@ -109,12 +112,10 @@ class DynamicsNode(RobotNode):
                 removed = [n for n in old.base.joint_names if n not in model.joint_names]
                 added = [n for n in model.joint_names if n not in old.base.joint_names]
                 dropped = "desired inputs dropped, " if old.names != plan.names else ""
-                log.warn(
-                    f"the new robot_description changes the joints (removed {removed}, added {added}, "
-                    f"or reordered); {dropped}joint states kept by name"
-                )
-            log.info("loaded " + text)
-            self._model_status = (DiagnosticStatus.OK, "loaded " + text)
+                log.warn(cut(f"the new robot_description changes the joints (removed {removed}, added {added}, "
+                             f"or reordered); {dropped}joint states kept by name"))
+            self._model_status = (DiagnosticStatus.OK, cut("loaded " + text))
+            log.info(self._model_status[1])
         if old is None or old.names != plan.names:
             self._desired = None
         self._state = JointStateMerger(plan, self._state)
@@ -184,50 +185,24 @@ class DynamicsNode(RobotNode):
         want_bias = vel_ok and (s.publish_bias_torques or want_computed)
         want_mass = s.publish_mass_matrix or want_computed
 
-        h = rd.bias_forces(model, q, qd) if want_bias else None
-        M = rd.mass_matrix(model, q) if want_mass else None
         msgs = self._msgs
         command = s.command_source
-        # the control output first (it is what a 1 kHz loop waits for), then the rest;
-        # nothing non-finite leaves the node, and the message objects are reused (publish copies)
+        # Each output computed, checked and published on its own (one that fails never stops another),
+        # the control output first (what a 1 kHz loop waits for); message objects reused (publish copies).
+        if command == "gravity" or not want_computed:
+            self._publish_gravity(plan, rd.gravity_torques(model, q), stamp, now)
+        h = rd.bias_forces(model, q, qd) if want_bias else None
+        M = rd.mass_matrix(model, q) if want_mass else None
         if want_computed:
-            tau = control.computed_torque(M, h, *servo_terms(plan, desired, q, qd), plan.kp, plan.kd)
-            if s.compensate_friction:
-                tau += control.friction_torques(model.damping, model.friction, s.friction_velocity, qd)
-            if not math.isfinite(tau.sum()):  # NaN/inf anywhere makes the sum non-finite
-                self.problem("output", "not publishing: non-finite computed torques", now)
-                return
-            msg = msgs.computed
-            msg.header.stamp = stamp
-            msg.effort = as_float_array(tau if plan.full else tau[out])
-            self._pub_computed.publish(msg)
-            self._n_computed += 1
-            if command == "computed":
-                msgs.command.data = msg.effort
-                self._pub_command.publish(msgs.command)
-
-        g = rd.gravity_torques(model, q)
-        total = g.sum()
-        if h is not None:
-            total += h.sum()
-        if M is not None:
-            total += M.sum()
-        if not math.isfinite(total):  # (a sum of huge finite values overflowing is refused too)
-            self.problem("output", "not publishing: non-finite gravity, bias or mass matrix", now)
-            return
-        msg = msgs.gravity
-        msg.header.stamp = stamp
-        msg.effort = as_float_array(g if plan.full else g[out])
-        self._pub_gravity.publish(msg)
-        if command == "gravity":
-            msgs.command.data = msg.effort
-            self._pub_command.publish(msgs.command)
-        if h is not None and s.publish_bias_torques:
+            self._publish_computed(plan, desired, M, h, q, qd, stamp, now)
+        if command != "gravity" and want_computed:
+            self._publish_gravity(plan, rd.gravity_torques(model, q), stamp, now)
+        if h is not None and s.publish_bias_torques and self._finite("bias_torques", h, now):
             msg = msgs.bias
             msg.header.stamp = stamp
             msg.effort = as_float_array(h if plan.full else h[out])
             self._pub_bias.publish(msg)
-        if M is not None and s.publish_mass_matrix:
+        if M is not None and s.publish_mass_matrix and self._finite("mass_matrix", M, now):
             msgs.mass.data = as_float_array(M if plan.full else M[np.ix_(out, out)])
             self._pub_mass.publish(msgs.mass)
         self._n_out += 1
@@ -235,6 +210,61 @@ class DynamicsNode(RobotNode):
         self._compute_ns_sum += dt
         if dt > self._compute_ns_max:
             self._compute_ns_max = dt
+
+    def _finite(self, what: str, values: np.ndarray, now: int) -> bool:
+        if math.isfinite(values.sum()):  # NaN/inf anywhere (or an overflowing sum) makes it non-finite
+            return True
+        self.problem("output", f"not publishing {what}: not finite", now)
+        return False
+
+    def _publish_gravity(self, plan: Plan, g: np.ndarray, stamp, now: int) -> None:
+        if not self._finite("gravity_torques", g, now):
+            return
+        msg = self._msgs.gravity
+        msg.header.stamp = stamp
+        msg.effort = as_float_array(g if plan.full else g[plan.out])
+        self._pub_gravity.publish(msg)
+        if plan.settings.command_source == "gravity":
+            self._publish_command(plan, g[plan.out], now)
+
+    def _publish_computed(self, plan: Plan, desired: Desired, M, h, q, qd, stamp, now: int) -> None:
+        s = plan.settings
+        if not (self._finite("computed_torques (mass matrix)", M, now) and
+                self._finite("computed_torques (bias torques)", h, now)):
+            return
+        qdd_d, e, ed = servo_terms(plan, desired, q, qd)
+        with np.errstate(all="ignore"):  # (huge but finite desired inputs overflow: checked just below)
+            tau = control.computed_torque(M, h, qdd_d, e, ed, plan.kp, plan.kd)
+            if s.compensate_friction:
+                tau += control.friction_torques(plan.model.damping, plan.model.friction, s.friction_velocity, qd)
+        if not self._finite("computed_torques", tau, now):
+            return
+        msg = self._msgs.computed
+        msg.header.stamp = stamp
+        msg.effort = as_float_array(tau if plan.full else tau[plan.out])
+        self._pub_computed.publish(msg)
+        self._n_computed += 1
+        if s.command_source != "computed":
+            return
+        worst = int(np.argmax(np.abs(e))) if s.max_position_error > 0 else -1
+        if worst >= 0 and abs(e[worst]) > s.max_position_error:
+            self.problem("tracking", f"position error {e[worst]:.4g} of {cut(plan.model.joint_names[worst], 200)!r} "
+                         f"beyond max_position_error {s.max_position_error:g}: effort_command holds gravity",
+                         now, DiagnosticStatus.WARN)
+            g = rd.gravity_torques(plan.model, q)
+            if self._finite("effort_command (gravity hold)", g, now):
+                self._publish_command(plan, g[plan.out], now)
+            return
+        self._publish_command(plan, tau[plan.out], now)
+
+    def _publish_command(self, plan: Plan, tau_out: np.ndarray, now: int) -> None:
+        command = np.clip(tau_out, -plan.effort_limit, plan.effort_limit)  # (output order)
+        if not np.array_equal(command, tau_out):
+            held = [plan.names[i] for i in np.flatnonzero(command != tau_out)]
+            self.problem("saturation", f"effort_command saturated to the URDF effort limits of {cut(held, 300)}",
+                         now, DiagnosticStatus.WARN)
+        self._msgs.command.data = as_float_array(command)
+        self._pub_command.publish(self._msgs.command)
 
     # --- diagnostics -------------------------------------------------------------------------------
     def _stats_reset(self, now):
@@ -295,7 +325,7 @@ class DynamicsNode(RobotNode):
             ("command_source", self._settings.command_source),
         ]
         out_level, out_text = DiagnosticStatus.OK, f"publishing at {n_out / period:.1f} Hz"
-        for kind in ("state", "output"):
+        for kind in ("state", "output", "saturation", "tracking"):
             if kind in recent:
                 lvl, txt, _ = recent[kind]
                 out_level, out_text = max(out_level, lvl), txt

@@ -15,6 +15,7 @@ import numpy as np
 from .. import control
 from ..model import RobotModel
 from .parameters import MOTOR_PARAMETERS, Parameter, duplicates, float_list, name_list, require_joints, with_armature
+from .safety import Plausibility, check_outputs_finite, given_limits
 
 __all__ = ["COMMAND_SOURCES", "PARAMETERS", "TOPICS", "Desired", "Plan", "Settings", "coerce_setting",
            "compile_plan", "servo_terms"]
@@ -41,6 +42,7 @@ class Settings:
     desired_timeout: float = 0.1
     publish_mass_matrix: bool = True
     publish_bias_torques: bool = True
+    max_position_error: float = 0.0
     motor_joint_names: tuple = ()
     armature: tuple = ()
 
@@ -77,6 +79,9 @@ PARAMETERS = (
               "double", low=1e-3, high=60.0),
     Parameter("publish_mass_matrix", _D.publish_mass_matrix, "Publish mass_matrix.", "bool"),
     Parameter("publish_bias_torques", _D.publish_bias_torques, "Publish bias_torques.", "bool"),
+    Parameter("max_position_error", _D.max_position_error, "Largest position error of a desired_state the "
+              "computed command follows, rad or m; beyond it effort_command holds gravity instead. 0 = no "
+              "limit.", "double", low=0.0, high=1.0e3),
     *MOTOR_PARAMETERS,
 )
 
@@ -132,9 +137,9 @@ def coerce_setting(field: str, value):
         return value
     if field == "payload_link":
         return str(value)
-    if field in ("payload_mass", "friction_velocity", "state_timeout", "desired_timeout"):
+    if field in ("payload_mass", "friction_velocity", "state_timeout", "desired_timeout", "max_position_error"):
         v = float(value)
-        low = 0.0 if field == "payload_mass" else 1e-9
+        low = 0.0 if field in ("payload_mass", "max_position_error") else 1e-9
         if not (np.isfinite(v) and v >= low):
             raise ValueError(f"{param} must be a finite number >= {low:g}, got {value!r}")
         return v
@@ -158,6 +163,8 @@ class Plan:
     mimic: dict  # coupled (mimic) joint name -> (((master model index, factor), ...), offset)
     state_timeout_ns: int
     desired_timeout_ns: int
+    plausibility: Plausibility  # the joint states believed
+    effort_limit: np.ndarray  # per output joint, inf where the URDF gives none: effort_command's bounds
 
 
 def compile_plan(base: RobotModel, s: Settings) -> Plan:
@@ -166,7 +173,10 @@ def compile_plan(base: RobotModel, s: Settings) -> Plan:
     if s.payload_link:
         if s.payload_link not in model.link_names:
             raise ValueError(f"payload.link {s.payload_link!r} is not a link of robot {base.name!r}")
-        model = model.with_payload(s.payload_link, s.payload_mass, s.payload_com, s.payload_inertia)
+        with np.errstate(over="ignore", invalid="ignore"):  # (an absurd payload is refused just below)
+            model = model.with_payload(s.payload_link, s.payload_mass, s.payload_com, s.payload_inertia)
+    payload = f", payload {s.payload_mass:g} kg at {list(s.payload_com)} m" if s.payload_link else ""
+    check_outputs_finite(model, f"gravity {list(s.gravity)}{payload}")
     index = {n: i for i, n in enumerate(model.joint_names)}
     names = s.joints or model.joint_names
     require_joints(model, names, "joints")
@@ -187,6 +197,7 @@ def compile_plan(base: RobotModel, s: Settings) -> Plan:
         full=bool(n_out == model.nv and np.array_equal(out, np.arange(model.nv))), index=index,
         kp=gains["kp"], kd=gains["kd"], continuous=continuous, mimic=mimic,
         state_timeout_ns=int(s.state_timeout * 1e9), desired_timeout_ns=int(s.desired_timeout * 1e9),
+        plausibility=Plausibility(model), effort_limit=given_limits(model.effort_limits)[out],
     )
 
 

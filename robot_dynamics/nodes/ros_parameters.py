@@ -69,8 +69,7 @@ def watch_settings(node: Node, parameters: Sequence[Parameter], current: Callabl
 
     ``current()`` gives the node's settings now. A change is coerced into a candidate ``Settings``
     by ``coerce(field, value)``; that or ``check(candidate)`` raising ``ValueError`` rejects the
-    change: the old value stays, and the reason goes back to the caller and to the log
-    (``parameter change rejected: ...``). Once rclpy has set an accepted change,
+    change: the old value stays, and the reason goes back to the caller (the node logs it). Once rclpy has set an accepted change,
     ``apply(candidate)`` takes it over.
     """
     fields = {p.name: p.field for p in parameters}
@@ -84,8 +83,7 @@ def watch_settings(node: Node, parameters: Sequence[Parameter], current: Callabl
             changed = candidate(params)
             if changed is not None:
                 check(changed)
-        except ValueError as exc:
-            node.get_logger().warn(f"parameter change rejected: {exc}")
+        except ValueError as exc:  # (logged by the node's set_parameters)
             return SetParametersResult(successful=False, reason=str(exc))
         return SetParametersResult(successful=True)
 

@@ -59,10 +59,16 @@ def warm_up_kernels(node: Node, part: str) -> None:
         node.get_logger().info(f"compiled the dynamics kernels in {took:.1f} s (cached for the next start)")
 
 
-def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None, **kwargs) -> int:
-    """``rclpy.init(args)`` -> ``node_class(**kwargs)`` -> EventsExecutor spun with
-    ``spin_once(timeout_sec=0.1)`` (the only way it works in the PyPI wheels) until SIGINT,
-    SIGTERM or an external shutdown; the node is destroyed and the context shut down. Returns 0.
+def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None, *, executor: str = "single",
+             **kwargs) -> int:
+    """``rclpy.init(args)`` -> ``node_class(**kwargs)`` -> an executor spun with
+    ``spin_once(timeout_sec=0.1)`` until SIGINT, SIGTERM or an external shutdown; the node is
+    destroyed and the context shut down. Returns 0.
+
+    The executor is rclpy's SingleThreadedExecutor (``executor="single"``): under a flood of
+    messages it keeps answering and stops on Ctrl-C at once, where the EventsExecutor
+    (``"events"``, kept for the flood benchmark that measures the difference) wedges for minutes
+    (docs/benchmarks.md).
 
     Signals: while the node starts (loading a model, compiling kernels) the handlers of
     :mod:`robot_dynamics.nodes.command_line` end it at once; once it spins, SIGINT and SIGTERM
@@ -71,32 +77,45 @@ def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None,
     conversion the EventsExecutor turns that into a RuntimeError and the process exits with a
     traceback), and while it shuts down they are ignored, so a second Ctrl-C cannot break the
     clean exit.
+
+    ROS arguments that rcl refuses (a params file that is not valid YAML, a list of mixed types)
+    end it with a FATAL line and status 2, the status of any other invalid parameter.
     """
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.experimental import EventsExecutor
     from rclpy.signals import SignalHandlerOptions
 
-    with rclpy.init(args=list(args) if args is not None else None,
-                    signal_handler_options=SignalHandlerOptions.NO) as init:
+    executor_class = {"single": SingleThreadedExecutor, "events": EventsExecutor}[executor]
+
+    from rclpy.impl.implementation_singleton import rclpy_implementation
+
+    try:
+        init = rclpy.init(args=list(args) if args is not None else None, signal_handler_options=SignalHandlerOptions.NO)
+    except rclpy_implementation.RCLError as exc:  # e.g. a params file that is no YAML, or a mixed-type list
+        name = args[0] if args else "node"
+        print(f"[FATAL] [{name}]: invalid ROS arguments or params file: {exc}", file=sys.stderr)
+        return 2
+    with init:
         context = init.context
         node = None
-        executor = None
+        spinner = None
         try:
             node = node_class(**kwargs)
             gc.freeze()  # start-up objects out of the collector's way: no long gen-2 pauses in the loop
-            executor = EventsExecutor(context=context)
-            executor.add_node(node)
+            spinner = executor_class(context=context)
+            spinner.add_node(node)
             stop = []
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, lambda signum, _frame: stop.append(signum))
             while context.ok() and not stop:
-                executor.spin_once(timeout_sec=0.1)
+                spinner.spin_once(timeout_sec=0.1)
         except (KeyboardInterrupt, ExternalShutdownException):
             pass
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, signal.SIG_IGN)
-            if executor is not None:
-                executor.shutdown(timeout_sec=1.0)
+            if spinner is not None:
+                spinner.shutdown(timeout_sec=1.0)
             if node is not None:
                 node.destroy_node()
     return 0

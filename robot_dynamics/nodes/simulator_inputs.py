@@ -16,17 +16,23 @@ import numpy as np
 from .parameters import Rejected, duplicates
 from .simulator_plan import Plan
 
-__all__ = ["Commands", "effort_command", "external_wrench", "named_efforts"]
+__all__ = ["DRIVE_BANDWIDTH", "Commands", "drive_torques", "effort_command", "external_wrench",
+           "named_efforts"]
+
+#: bandwidth of the drives' own brake, hold and velocity-limit loops, rad/s (5 Hz)
+DRIVE_BANDWIDTH = 2 * math.pi * 5.0
 
 
 class Commands:
     """The actuator commands of one model, model order (zero where never commanded or stale)."""
 
-    def __init__(self, nv: int):
+    def __init__(self, nv: int, q0: np.ndarray | None = None):
         self.effort = np.zeros(nv)
         self.time = np.full(nv, -math.inf)  # simulated time of each joint's last command (-inf: never)
         self.stale = np.isinf(self.time)  # never commanded: zero torque, nothing to warn about
         self.next_expiry = math.inf  # simulated time at which the oldest live command goes stale
+        # position to hold of each joint whose command went stale (or never came: the start's)
+        self.hold = np.zeros(nv) if q0 is None else np.array(q0, dtype=float)
 
     def accept(self, index: np.ndarray, efforts: np.ndarray, t: float, timeout: float) -> list:
         """Take the commands ``efforts`` of the joints ``index`` at simulated time ``t``; the joints
@@ -43,14 +49,16 @@ class Commands:
         live = self.time[~self.stale]
         self.next_expiry = live.min() + timeout if timeout > 0 and live.size else math.inf
 
-    def expire(self, t: float, timeout: float) -> np.ndarray:
-        """Zero the commands older than ``timeout`` at simulated time ``t``; the joints that went
-        stale now (each once per episode)."""
+    def expire(self, t: float, timeout: float, q: np.ndarray | None = None) -> np.ndarray:
+        """Zero the commands older than ``timeout`` at simulated time ``t`` (and keep the positions
+        ``q`` of their joints to hold); the joints that went stale now (each once per episode)."""
         if timeout <= 0:
             self.next_expiry = math.inf
             return np.zeros(0, dtype=np.intp)
         stale = (t - self.time > timeout) & ~self.stale
         self.effort[stale] = 0.0
+        if q is not None:
+            self.hold[stale] = q[stale]
         self.stale |= stale
         self.schedule_expiry(timeout)
         return np.flatnonzero(stale)
@@ -61,6 +69,32 @@ class Commands:
 
     def never_commanded(self) -> np.ndarray:
         return np.flatnonzero(np.isinf(self.time))
+
+
+def drive_torques(model, q: np.ndarray, qd: np.ndarray, commands: Commands, on_timeout: str,
+                  limit_velocity: bool) -> np.ndarray:
+    """The torques the drives apply (model order): the commands; where a command went stale,
+    ``on_timeout`` — ``zero_torque``: 0; ``brake``: ``g_i(q) - 2 w M_ii qd_i`` (stops the joint and
+    holds it where it stops); ``hold_position``: ``g_i(q) + M_ii (w^2 (q_hold - q_i) - 2 w qd_i)``
+    (a critically damped return to where it was); with ``limit_velocity``, a joint faster than its
+    URDF velocity limit v gets ``g_i(q) - 2 w M_ii (qd_i - clip(qd_i, -v, v))`` instead. ``w`` is
+    :data:`DRIVE_BANDWIDTH`, ``M_ii`` the mass matrix's diagonal: each joint a decoupled
+    second-order loop (the effort limits still apply after)."""
+    stale = commands.stale if on_timeout != "zero_torque" else np.zeros(model.nv, dtype=bool)
+    vmax = np.where(model.velocity_limits > 0, model.velocity_limits, np.inf)
+    over = np.abs(qd) > vmax if limit_velocity else np.zeros(model.nv, dtype=bool)
+    if not (stale.any() or over.any()):
+        return commands.effort
+    import robot_dynamics as rd
+
+    w, m, g = DRIVE_BANDWIDTH, np.diag(rd.mass_matrix(model, q)), rd.gravity_torques(model, q)
+    tau = commands.effort.copy()
+    if on_timeout == "brake":
+        tau[stale] = (g - 2 * w * m * qd)[stale]
+    elif on_timeout == "hold_position":
+        tau[stale] = (g + m * (w * w * (commands.hold - q) - 2 * w * qd))[stale]
+    tau[over] = (g - 2 * w * m * (qd - np.clip(qd, -vmax, vmax)))[over]
+    return tau
 
 
 def effort_command(data, plan: Plan) -> tuple[np.ndarray, np.ndarray]:

@@ -18,18 +18,14 @@ Executable ``simulator_node``, default node name ``robot_dynamics_simulator``
 * services ``~/reset`` (std_srvs/Trigger) and ``~/pause`` (std_srvs/SetBool).
 
 The physics is :class:`robot_dynamics.simulation.Simulator`; this module paces it, converts
-messages and enforces the safety rules: a non-finite, wrong-length or unknown-name command is
-rejected with a warning and never reaches the state (:mod:`~robot_dynamics.nodes.simulator_inputs`);
-a command older than ``command_timeout`` (simulated time) becomes zero torque (warned once); a
-state that becomes non-finite stops the integration, is reported on ``/diagnostics`` and in the
-log, and the last finite state keeps being published with its old stamp (stale) until ``~/reset``.
+messages and enforces the safety rules: a bad command never reaches the state
+(:mod:`~robot_dynamics.nodes.simulator_inputs`); a command older than ``command_timeout``
+(simulated time) is replaced as ``on_command_timeout`` says (warned once); a non-finite state
+stops the integration (reported) and the last finite state is published, stale, until ``~/reset``.
 
-Stamps and time: with ``publish_clock`` the simulated time starts at 0 and is the ``/clock``
-(other nodes run with ``use_sim_time``) and every stamp is simulated time.  Without it, stamps are
-the wall-clock time at which the simulation (re)started plus the simulated time since, so that at
-``real_time_factor`` 1 they follow the wall clock; they are re-anchored (forward) after a pause or
-when the simulation cannot keep up.  The pace is kept by the steady clock, whatever
-``use_sim_time`` says.
+Stamps: with ``publish_clock`` simulated time from 0 (the ``/clock``); without it, the wall-clock
+time of the (re)start plus the simulated time, re-anchored forward after a pause or a lag. The pace
+is kept by the steady clock, whatever ``use_sim_time`` says.
 """
 
 from __future__ import annotations
@@ -54,7 +50,7 @@ from .converters import stamp_of
 from .description import steady_timer
 from .parameters import Rejected
 from .runner import warm_up_kernels
-from .simulator_inputs import Commands, effort_command, external_wrench, named_efforts
+from .simulator_inputs import Commands, drive_torques, effort_command, external_wrench, named_efforts
 from .simulator_plan import PARAMETERS, Plan, Settings, coerce_setting, compile_plan, configure
 
 #: joint_states, /clock: reliable publishers match reliable and best-effort subscribers.
@@ -64,8 +60,7 @@ INPUT_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=Re
 
 TICK_BUDGET = 0.010        # s of wall time spent integrating per timer callback before yielding
 MAX_LAG = 0.2              # s of simulated time behind the pace before the pace is re-anchored
-MAX_TICK = 0.010           # s: longest timer period (the pace is kept by the wall clock, not the timer)
-MIN_TICK = 0.001           # s: shortest timer period
+MAX_TICK, MIN_TICK = 0.010, 0.001  # s: longest, shortest timer period (the pace is kept by the wall clock)
 
 
 class SimulatorNode(RobotNode):
@@ -109,7 +104,7 @@ class SimulatorNode(RobotNode):
             sim.model = plan.model
             configure(sim, new)
             if new.joints != old.joints:
-                self._commands = Commands(plan.model.nv)
+                self._commands = Commands(plan.model.nv, sim.q)
             if (new.physics_rate, new.publish_rate, new.real_time_factor) != \
                     (old.physics_rate, old.publish_rate, old.real_time_factor):
                 self._reanchor()
@@ -129,7 +124,7 @@ class SimulatorNode(RobotNode):
         t = self._sim.t if self._sim is not None else 0.0  # time never runs backwards
         self._sim = Simulator(plan.model, plan.q0, plan.qd0, t=t, joint_stiffness=plan.stiffness or None)
         configure(self._sim, new)
-        self._commands = Commands(plan.model.nv)
+        self._commands = Commands(plan.model.nv, plan.q0)
         self._wrenches = {}
         self._failure = ""
         if self._sim.t == 0.0:
@@ -181,7 +176,7 @@ class SimulatorNode(RobotNode):
             response.success, response.message = False, "no robot model yet"
             return response
         self._sim.reset(plan.q0, plan.qd0)
-        self._commands = Commands(plan.model.nv)
+        self._commands = Commands(plan.model.nv, plan.q0)
         self._wrenches = {}
         if self._failure:
             self.get_logger().info("reset: integration resumes from the initial state")
@@ -263,17 +258,17 @@ class SimulatorNode(RobotNode):
                     break
 
     def _step(self, dt: float) -> None:
-        sim, commands = self._sim, self._commands
+        sim, commands, s = self._sim, self._commands, self._settings
         if sim.t > commands.next_expiry:
-            timeout = self._settings.command_timeout
-            expired = commands.expire(sim.t, timeout)
+            expired = commands.expire(sim.t, s.command_timeout, sim.q)
             if len(expired):
                 names = [self._plan.model.joint_names[i] for i in expired]
-                self.problem("command", f"no effort command for {names} in the last {timeout:g} s (simulated): "
-                             "applying zero torque until a new one arrives", time.monotonic_ns(),
+                self.problem("command", f"no effort command for {names} in the last {s.command_timeout:g} s "
+                             f"(simulated): {s.on_command_timeout} until a new one arrives", time.monotonic_ns(),
                              DiagnosticStatus.WARN, log=True)  # every new episode is logged
         try:
-            sim.step(commands.effort, dt, self._wrenches or None)
+            effort = drive_torques(sim.model, sim.q, sim.qd, commands, s.on_command_timeout, s.enforce_velocity_limits)
+            sim.step(effort, dt, self._wrenches or None)
         except (SimulationError, ValueError) as exc:  # ValueError: an input that slipped past the checks
             self._failure = str(exc)
             self.problem("state", f"{exc}. Integration stopped; publishing the last finite state "
@@ -320,17 +315,15 @@ class SimulatorNode(RobotNode):
             names = plan.model.joint_names
             commands = self._commands
             values = [
-                ("simulated time (s)", f"{sim.t:.6f}"),
-                ("real-time factor", f"{achieved:.2f} (target {s.real_time_factor:g})"),
+                ("simulated time (s)", f"{sim.t:.6f}"), ("real-time factor", f"{achieved:.2f} (target "
+                                                           f"{s.real_time_factor:g})"),
                 ("steps per second", f"{self._n_steps / period:.0f}"),
                 ("joint_states per second", f"{self._n_published / period:.1f}"),
-                ("integrator", f"{s.integrator} at {s.physics_rate:g} Hz"),
-                ("paused", self._paused),
+                ("integrator", f"{s.integrator} at {s.physics_rate:g} Hz"), ("paused", self._paused),
                 ("state", "stale (integration stopped)" if self._failure else "live"),
                 ("stale commands", [names[i] for i in commands.stale_joints()]),
                 ("never commanded", [names[i] for i in commands.never_commanded()]),
-                ("external wrenches", sorted(self._wrenches)),
-                ("rejected messages", self._n_rejected),
+                ("external wrenches", sorted(self._wrenches)), ("rejected messages", self._n_rejected),
             ]
             if self._failure:
                 level, text = DiagnosticStatus.ERROR, f"integration stopped, state stale: {self._failure}"
@@ -341,7 +334,7 @@ class SimulatorNode(RobotNode):
                         level, text = lvl, txt
                     values.append((kind, txt))
                 if len(commands.stale_joints()) and level == DiagnosticStatus.OK:
-                    level, text = DiagnosticStatus.WARN, "stale effort commands: applying zero torque"
+                    level, text = DiagnosticStatus.WARN, f"stale effort commands: {s.on_command_timeout}"
             statuses.append(("simulation", level, text, values))
             self._stats_sim = sim.t
         self._stats_wall = now

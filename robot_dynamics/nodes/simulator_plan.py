@@ -16,8 +16,13 @@ from ..model import RobotModel
 from ..simulation import DEFAULT_FRICTION_VELOCITY, INTEGRATORS
 from ..elastic import stiffness_vector
 from .parameters import MOTOR_PARAMETERS, Parameter, bounded_float, float_list, motor_values, name_list, require_joints, with_armature
+from .safety import Plausibility, check_outputs_finite
 
-__all__ = ["PARAMETERS", "SERVICES", "TOPICS", "Plan", "Settings", "coerce_setting", "compile_plan", "configure"]
+__all__ = ["ON_COMMAND_TIMEOUT", "PARAMETERS", "SERVICES", "TOPICS", "Plan", "Settings", "coerce_setting", "compile_plan", "configure"]
+
+
+#: what a joint's drive does once its command went stale
+ON_COMMAND_TIMEOUT = ("zero_torque", "brake", "hold_position")
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,8 @@ class Settings:
     enforce_effort_limits: bool = True
     enforce_position_limits: bool = True
     command_timeout: float = 0.1
+    on_command_timeout: str = "zero_torque"
+    enforce_velocity_limits: bool = False
     motor_joint_names: tuple = ()
     armature: tuple = ()
     joint_stiffness: tuple = ()
@@ -78,7 +85,12 @@ PARAMETERS = (
     Parameter("enforce_position_limits", _D.enforce_position_limits, "Stiff, critically damped, one-sided "
               "limits at the URDF position limits.", "bool"),
     Parameter("command_timeout", _D.command_timeout, "A joint's command older than this (simulated s) "
-              "becomes zero torque (warned once); 0 = never."),
+              "becomes stale (warned once); 0 = never."),
+    Parameter("on_command_timeout", _D.on_command_timeout, "What a joint's drive does once its command is "
+              "stale: zero_torque | brake (stop, then hold still) | hold_position (back to where it was).",
+              "string"),
+    Parameter("enforce_velocity_limits", _D.enforce_velocity_limits, "Drives brake a joint that is faster "
+              "than its URDF velocity limit.", "bool"),
     *MOTOR_PARAMETERS,
     Parameter("joint_stiffness", [], "Elastic joints (Spong Ex. 6.2): the gears' stiffness per motor_joint_names "
               "entry, N m/rad (N/m), > 0 for every joint, each with a positive armature; empty = rigid joints. "
@@ -123,6 +135,10 @@ def coerce_setting(name: str, value):
         return bounded_float(name, value, 1e-6, 10.0)
     if name == "command_timeout":
         return bounded_float(name, value, 0.0, 3600.0)
+    if name == "on_command_timeout":
+        if value not in ON_COMMAND_TIMEOUT:
+            raise ValueError(f"on_command_timeout must be one of {', '.join(ON_COMMAND_TIMEOUT)}; got {value!r}")
+        return value
     if name == "integrator":
         if value not in INTEGRATORS:
             raise ValueError(f"integrator must be one of {', '.join(INTEGRATORS)}; got {value!r}")
@@ -203,6 +219,10 @@ def compile_plan(base: RobotModel, s: Settings) -> Plan:
         if len(values) != len(where):
             raise ValueError(f"{name} has {len(values)} values; expected {described}, or none")
         target[where] = values
+    implausible = Plausibility(model).problem(np.arange(model.nv), q0, qd0)
+    if implausible:
+        raise ValueError(f"initial state not plausible: {implausible}")
+    check_outputs_finite(model, f"gravity {list(s.gravity)}")
     notes = tuple(
         f"initial position of {model.joint_names[i]} ({q0[i]:g}) is outside its limits "
         f"[{lower[i]:g}, {upper[i]:g}]: the limit will push it back"

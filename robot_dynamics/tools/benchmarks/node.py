@@ -5,7 +5,7 @@ One run measures, in this order, each case next to its baseline:
 =============  ==========  ======================================================================
 case           rate        responder
 =============  ==========  ======================================================================
-echo 7         1000 Hz     a bare rclpy node (same EventsExecutor loop, same QoS) that answers each
+echo 7         1000 Hz     a bare rclpy node (same executor loop, same QoS) that answers each
                            JointState with a JointState of the same size (names + efforts)
 panda7         1000 Hz     ``dynamics_node`` with Panda (example-robot-data, fingers fixed); it also
                            publishes gravity_torques, bias_torques and mass_matrix for every message

@@ -1,0 +1,167 @@
+"""The nodes' guards against hostile or absurd input, without ROS: description text, cut text,
+plausibility limits, models whose outputs would not be finite, the simulator's drives."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import robot_dynamics as rd
+from robot_dynamics.nodes import dynamics_plan, simulator_plan
+from robot_dynamics.nodes.safety import (
+    MAX_DESCRIPTION_CHARS, POSITION_MARGIN, VELOCITY_FACTOR, Plausibility, check_outputs_finite, closest_name, cut,
+    description_text,
+)
+from robot_dynamics.nodes.simulator_inputs import DRIVE_BANDWIDTH, Commands, drive_torques
+from robot_dynamics.robots import urdf_file
+from robot_dynamics.simulation import Simulator
+
+
+@pytest.fixture(scope="module")
+def arm7():
+    return rd.load_urdf("arm7_gripper")
+
+
+@pytest.mark.parametrize("text", [str(urdf_file("arm7_gripper")), "/dev/zero", "arm7_gripper", "", "   ", "not a urdf <"])
+def test_a_description_that_is_not_xml_text_is_refused_without_reading_anything(text):
+    with pytest.raises(ValueError, match="must be URDF XML text") as info:
+        description_text(text)
+    assert "never open files" in str(info.value)
+
+
+def test_description_size_limit_and_type():
+    with pytest.raises(ValueError, match="more than the limit"):
+        description_text("<" + " " * MAX_DESCRIPTION_CHARS)
+    with pytest.raises(ValueError, match="not bytes"):
+        description_text(b"<robot/>")
+    xml = "  \n<robot name='r'/>"
+    assert description_text(xml) is xml
+
+
+def test_cut_bounds_the_text_and_says_how_much_is_left_out():
+    assert cut("short") == "short"
+    long = "x" * 1_000_000
+    out = cut(long, 100)
+    assert len(out) == 100 and out.startswith("xxx") and out.endswith("... [999900 more characters]")
+    assert len(cut(long)) <= 1000
+
+
+def test_plausibility_refuses_positions_beyond_the_limits_and_velocities_beyond_a_multiple(arm7):
+    check = Plausibility(arm7)
+    index = np.arange(arm7.nv)
+    low, high = arm7.position_limits[:, 0], arm7.position_limits[:, 1]
+    inside = np.clip(np.zeros(arm7.nv), low, high)
+    assert check.problem(index, inside, np.zeros(arm7.nv)) == ""
+    j = int(np.flatnonzero(np.isfinite(high))[0])
+    q = inside.copy()
+    q[j] = high[j] + 0.99 * POSITION_MARGIN  # within the margin: believed
+    assert check.problem(index, q, None) == ""
+    q[j] = 1e5
+    text = check.problem(index, q, None)
+    assert "positions beyond the joint limits" in text and arm7.joint_names[j] in text and "1e+05" in text
+    qd = np.zeros(arm7.nv)
+    qd[j] = 1.01 * VELOCITY_FACTOR * arm7.velocity_limits[j]
+    text = check.problem(index, None, qd)
+    assert "velocities above" in text and arm7.joint_names[j] in text
+    # a subset of the joints, by model index
+    assert check.problem(np.array([j]), np.array([1e20]), None) != ""
+
+
+WHEEL = """<robot name="wheel"><link name="base"/>
+  <link name="wheel"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+  <joint name="spin" type="continuous"><parent link="base"/><child link="wheel"/><axis xyz="0 0 1"/></joint>
+</robot>"""
+
+
+def test_joints_without_limits_are_not_limited():
+    model = rd.load_urdf(WHEEL)
+    check = Plausibility(model)
+    assert check.problem(np.arange(1), np.array([1e6]), np.array([1e6])) == ""
+
+
+def test_settings_that_make_the_outputs_non_finite_are_refused(arm7):
+    check_outputs_finite(arm7, "defaults")
+    with pytest.raises(ValueError, match="gravity .* non-finite"):
+        dynamics_plan.compile_plan(arm7, dynamics_plan.Settings(gravity=(1e308, 0.0, 0.0)))
+    link = arm7.link_names[-1]
+    far = dynamics_plan.Settings(payload_link=link, payload_mass=1e4, payload_com=(1e200, 0.0, 0.0))
+    with pytest.raises(ValueError, match="payload 10000 kg .* non-finite"):
+        dynamics_plan.compile_plan(arm7, far)
+    with pytest.raises(ValueError, match="gravity .* non-finite"):
+        simulator_plan.compile_plan(arm7, simulator_plan.Settings(gravity=(0.0, 1e308, 0.0)))
+
+
+def test_a_robot_without_moving_joints_is_refused():
+    fixed = rd.load_urdf("<robot name='still'><link name='a'/><link name='b'/>"
+                         "<joint name='j' type='fixed'><parent link='a'/><child link='b'/></joint></robot>")
+    with pytest.raises(ValueError, match="no moving joints"):
+        dynamics_plan.compile_plan(fixed, dynamics_plan.Settings())
+
+
+def test_an_implausible_initial_state_is_refused(arm7):
+    with pytest.raises(ValueError, match="initial state not plausible: velocities above"):
+        simulator_plan.compile_plan(arm7, simulator_plan.Settings(initial_velocities=(1e300,) * arm7.nv))
+
+
+def test_closest_name():
+    names = [p.name for p in dynamics_plan.PARAMETERS]
+    assert closest_name("comand_source", names) == "command_source"
+    assert closest_name("payload.mas", names) == "payload.mass"
+    assert closest_name("zzzzzz", names) == ""
+
+
+# --- the simulator's drives ----------------------------------------------------------------------
+def stale_commands(model, q_hold):
+    commands = Commands(model.nv)
+    commands.accept(np.arange(model.nv), np.full(model.nv, 3.0), 0.0, 0.1)
+    assert list(commands.expire(0.2, 0.1, q_hold)) == list(range(model.nv))
+    return commands
+
+
+def test_drive_torques_when_the_commands_stop(arm7):
+    rng = np.random.default_rng(3)
+    q_hold = np.clip(rng.uniform(-1, 1, arm7.nv), arm7.position_limits[:, 0], arm7.position_limits[:, 1])
+    q, qd = q_hold + 0.01, rng.uniform(-1, 1, arm7.nv)
+    commands = stale_commands(arm7, q_hold)
+    w, m, g = DRIVE_BANDWIDTH, np.diag(rd.mass_matrix(arm7, q)), rd.gravity_torques(arm7, q)
+    np.testing.assert_array_equal(drive_torques(arm7, q, qd, commands, "zero_torque", False), np.zeros(arm7.nv))
+    np.testing.assert_allclose(drive_torques(arm7, q, qd, commands, "brake", False), g - 2 * w * m * qd)
+    np.testing.assert_allclose(drive_torques(arm7, q, qd, commands, "hold_position", False),
+                               g + m * (w * w * (q_hold - q) - 2 * w * qd))
+    # a live command is applied as it is, whatever the mode
+    commands.accept(np.arange(arm7.nv), np.full(arm7.nv, 2.5), 0.3, 0.1)
+    np.testing.assert_array_equal(drive_torques(arm7, q, qd, commands, "hold_position", False), 2.5)
+
+
+def test_hold_position_brings_a_falling_arm_back_and_brake_stops_it(arm7):
+    """Closed loop with the core simulator: with the commands stale, brake stops the arm near
+    where it was, hold_position returns it there; zero torque lets it fall."""
+    q0 = np.clip(np.full(arm7.nv, 0.3), arm7.position_limits[:, 0], arm7.position_limits[:, 1])
+    dt, steps = 1e-3, 3000
+    final = {}
+    for mode in ("zero_torque", "brake", "hold_position"):
+        sim = Simulator(arm7, q0.copy(), np.zeros(arm7.nv))
+        commands = stale_commands(arm7, q0)
+        for _ in range(steps):
+            sim.step(drive_torques(arm7, sim.q, sim.qd, commands, mode, False), dt)
+        final[mode] = (sim.q.copy(), sim.qd.copy())
+    assert np.abs(final["hold_position"][0] - q0).max() < 1e-3
+    assert np.abs(final["hold_position"][1]).max() < 1e-2
+    assert np.abs(final["brake"][1]).max() < 1e-2 and np.abs(final["brake"][0] - q0).max() < 0.05
+    assert np.abs(final["zero_torque"][0] - q0).max() > 0.2
+
+
+def test_velocity_limits_brake_a_joint_that_is_too_fast(arm7):
+    q = np.clip(np.zeros(arm7.nv), arm7.position_limits[:, 0], arm7.position_limits[:, 1])
+    vmax = arm7.velocity_limits
+    qd = np.zeros(arm7.nv)
+    qd[1] = 3.0 * vmax[1]
+    commands = Commands(arm7.nv)
+    commands.accept(np.arange(arm7.nv), np.full(arm7.nv, 1.0), 0.0, 0.1)
+    tau = drive_torques(arm7, q, qd, commands, "zero_torque", True)
+    m, g = np.diag(rd.mass_matrix(arm7, q)), rd.gravity_torques(arm7, q)
+    assert tau[1] == pytest.approx(g[1] - 2 * DRIVE_BANDWIDTH * m[1] * 2.0 * vmax[1])
+    np.testing.assert_array_equal(np.delete(tau, 1), 1.0)
+    assert math.isfinite(tau.sum())
