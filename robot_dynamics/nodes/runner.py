@@ -59,16 +59,17 @@ def warm_up_kernels(node: Node, part: str) -> None:
         node.get_logger().info(f"compiled the dynamics kernels in {took:.1f} s (cached for the next start)")
 
 
-def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None, *, executor: str = "single",
+def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None, *, executor: str = "",
              **kwargs) -> int:
     """``rclpy.init(args)`` -> ``node_class(**kwargs)`` -> an executor spun with
     ``spin_once(timeout_sec=0.1)`` until SIGINT, SIGTERM or an external shutdown; the node is
     destroyed and the context shut down. Returns 0.
 
-    The executor is rclpy's SingleThreadedExecutor (``executor="single"``): under a flood of
-    messages it keeps answering and stops on Ctrl-C at once, where the EventsExecutor
-    (``"events"``, kept for the flood benchmark that measures the difference) wedges for minutes
-    (docs/benchmarks.md).
+    The executor is ``executor``, else the node class's ``EXECUTOR``, else ``"single"``: rclpy's
+    SingleThreadedExecutor, which under a flood of messages keeps answering and stops on Ctrl-C at
+    once, where the EventsExecutor (``"events"``) wedges for minutes (docs/benchmarks.md). The
+    simulator keeps the EventsExecutor: its paced timer loop does not keep its pace on a loaded
+    machine with the SingleThreadedExecutor's overhead.
 
     Signals: while the node starts (loading a model, compiling kernels) the handlers of
     :mod:`robot_dynamics.nodes.command_line` end it at once; once it spins, SIGINT and SIGTERM
@@ -85,6 +86,7 @@ def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None,
     from rclpy.experimental import EventsExecutor
     from rclpy.signals import SignalHandlerOptions
 
+    executor = executor or getattr(node_class, "EXECUTOR", "single")
     executor_class = {"single": SingleThreadedExecutor, "events": EventsExecutor}[executor]
 
     from rclpy.impl.implementation_singleton import rclpy_implementation
