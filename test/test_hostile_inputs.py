@@ -232,6 +232,7 @@ def test_invalid_start_up_parameters_end_the_node_with_status_2(tmp_path, execut
 
 
 # --- a flood ---------------------------------------------------------------------------------------
+@pytest.mark.realtime  # it loads both cores for 10 s, and its timing needs them
 def test_after_a_flood_the_node_answers_at_once_and_stops_on_sigint(tmp_path):
     """Three processes publish joint states and desired states flat out for 10 s; then the node
     answers within 50 ms (median of 50 round trips; the first within 1 s) and exits with status 0
@@ -262,6 +263,7 @@ def test_the_soak_benchmark_prints_a_line_per_window():
 
 
 # --- a peer killed in the closed loop --------------------------------------------------------------
+@pytest.mark.realtime  # a closed loop over DDS
 def test_kill_9_of_the_controller_brakes_the_simulated_arm(harness, tmp_path):
     """simulator_node (brake on a stale command, velocity limits) and dynamics_node (gravity
     command) close the loop; kill -9 of the dynamics node: the arm stops where it is instead of

@@ -13,9 +13,8 @@ Executable ``simulator_node``, default node name ``robot_dynamics_simulator``
   the link side (rad, rad/s; ``docs/motors.md``) and the applied motor torque;
 * ``effort_command`` (std_msgs/Float64MultiArray, the ``joints`` order), ``effort_command_named``
   (sensor_msgs/JointState, efforts by name, any subset), ``external_wrench``
-  (geometry_msgs/WrenchStamped, at the link named by ``header.frame_id``, world-aligned axes, at
-  the link origin);
-* services ``~/reset`` (std_srvs/Trigger) and ``~/pause`` (std_srvs/SetBool).
+  (geometry_msgs/WrenchStamped, at the origin of the link ``header.frame_id``, world-aligned axes);
+  services ``~/reset`` (std_srvs/Trigger) and ``~/pause`` (std_srvs/SetBool).
 
 The physics is :class:`robot_dynamics.simulation.Simulator`; this module paces it, converts
 messages and enforces the safety rules: a bad command never reaches the state
@@ -50,6 +49,7 @@ from .converters import stamp_of
 from .description import steady_timer
 from .parameters import Rejected
 from .runner import warm_up_kernels
+from .safety import cut
 from .simulator_inputs import Commands, drive_torques, effort_command, external_wrench, named_efforts
 from .simulator_plan import PARAMETERS, Plan, Settings, coerce_setting, compile_plan, configure
 
@@ -116,10 +116,10 @@ class SimulatorNode(RobotNode):
         if self._plan is not None:
             why = "joint_stiffness changed" if plan.base is self._plan.base else f"new robot_description from {source}"
             log.warn(f"{why}: the simulation restarts from the initial state")
-        text = f"robot {model.name!r} from {source}: {model.nv} joints {list(model.joint_names)}"
+        text = cut(f"robot {model.name!r} from {source}: {model.nv} joints {list(model.joint_names)}", 600)
         log.info(f"simulating {text} with {new.integrator} at {new.physics_rate:g} Hz")
         for note in plan.notes:
-            log.warn(note)
+            log.warn(cut(note))
         self._model_status = (DiagnosticStatus.OK, "simulating " + text)
         t = self._sim.t if self._sim is not None else 0.0  # time never runs backwards
         self._sim = Simulator(plan.model, plan.q0, plan.qd0, t=t, joint_stiffness=plan.stiffness or None)
