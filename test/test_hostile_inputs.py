@@ -136,6 +136,32 @@ def test_effort_command_is_held_within_the_effort_limits(rig):
         rig.set_ok(command_source="none")
 
 
+def test_a_large_tracking_error_makes_effort_command_hold_gravity(rig):
+    """max_position_error: a desired position 2 rad away (a restarted controller, a jump in the
+    trajectory) gives gravity on effort_command, not the computed torques, and says so."""
+    model = rd.load_urdf(two_link())
+    far = JointTrajectory(joint_names=NAMES, points=[JointTrajectoryPoint(positions=(Q + [0.1, 2.0]).tolist())])
+    near = JointTrajectory(joint_names=NAMES, points=[JointTrajectoryPoint(positions=(Q + [0.1, 0.2]).tolist())])
+    rig.set_ok(command_source="computed", max_position_error=0.5)
+    try:
+        for desired, expected in ((far, rd.gravity_torques(model, Q)), (near, None)):
+            msg = joint_state(NAMES, Q, QD)
+
+            def send():
+                rig.desired.publish(desired)
+                rig.states.publish(msg)
+
+            a = 100.0 * (desired.points[0].positions - Q) - 20.0 * QD
+            tau = rd.inverse_dynamics(model, Q, QD, a)
+            rig.expect(send, rig.computed, msg.header.stamp, tau, atol=1e-6)  # computed_torques: the law
+            held = np.clip(tau if expected is None else expected, -100.0, 100.0)
+            publish_until(send, rig.command, lambda m: np.allclose(m.data, held, atol=1e-6),
+                          what="effort_command")
+        rig.proc.wait_log("position error 2 of 'elbow' beyond max_position_error 0.5: effort_command holds gravity")
+    finally:
+        rig.set_ok(command_source="none", max_position_error=0.0)
+
+
 def test_implausible_joint_states_are_rejected(rig, diagnostics):
     for q, qd, text in (([0.4, 1e5], QD, "positions beyond the joint limits"),
                         (Q, [0.3, 1e3], "velocities above 5 times the velocity limit")):
