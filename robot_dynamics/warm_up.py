@@ -20,7 +20,7 @@ PARTS = ("dynamics_node", "library", "simulator")
 """What :func:`warm_up` can compile: ``dynamics_node`` (gravity, bias forces, mass matrix: what the
 dynamics node calls), ``library`` (the rest of the public functions: inverse and forward dynamics with
 wrenches, Coriolis matrix, poses, Jacobians, energies), ``simulator`` (:class:`Simulator` steps with
-every integrator, its energy)."""
+every integrator: what the simulator node calls; :meth:`Simulator.energy` is in ``library``)."""
 
 
 def warm_up(*parts):
@@ -51,12 +51,10 @@ def warm_up(*parts):
         frame_pose(arm, q, "tip")
         for reference in ("world", "local"):
             jacobian(arm, q, "tip", reference)
-    if "library" in parts or "simulator" in parts:
-        kinetic_energy(arm, q, qd)
+        kinetic_energy(arm, q, qd)  # also Simulator.energy's
         potential_energy(arm, q)
     if "simulator" in parts:
         for integrator in INTEGRATORS:
             # the shoulder starts beyond its limit (3.14 rad), so the limit response is compiled too
             sim = Simulator(arm, [3.2, 0.0], qd, integrator=integrator, apply_damping=True, apply_friction=True)
             sim.step(np.zeros(arm.nv), 1e-3, external_wrenches=wrench)
-            sim.energy()
