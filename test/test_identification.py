@@ -185,12 +185,12 @@ def test_identification_recovers_the_real_robot(tmp_path, planar, planar_run):
     # the torques of the real robot, noise-free, at the validation states (its Coulomb term low-passed like tau)
     s = check.samples
     truth = rd.inverse_dynamics(real, s.q, s.qd, s.qdd) + real.damping * s.qd + real.friction * s.coulomb
-    assert np.all(np.sqrt(np.mean((check.identified - truth) ** 2, axis=0)) < 0.02 * check.rms_torque)
+    assert np.all(np.sqrt(np.mean((check.identified - truth) ** 2, axis=0)) < 0.01 * check.rms_torque)
     assert np.all(check.rms_identified < 0.02 * check.rms_torque)
     assert np.all(check.rms_input > 3 * check.rms_identified)
     damping, friction = estimate.friction()
-    np.testing.assert_allclose(damping, real.damping, rtol=0.2)
-    np.testing.assert_allclose(friction, real.friction, rtol=0.2)
+    np.testing.assert_allclose(damping, real.damping, rtol=0.1)
+    np.testing.assert_allclose(friction, real.friction, rtol=0.1)
     assert all(is_physically_consistent(theta) for theta in estimate.body_parameters())
     assert estimate.condition < 1e3 and np.all(estimate.base_std > 0)
 

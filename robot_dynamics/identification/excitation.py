@@ -22,7 +22,7 @@ import scipy.optimize
 
 import robot_dynamics as rd
 
-from .parameters import base_columns, condition_number
+from .parameters import PARAMETERS_PER_BODY, base_columns, condition_number
 
 DEFAULT_HARMONICS = 5
 DEFAULT_PERIOD = 10.0            # s: the fundamental 0.1 Hz, harmonics up to 0.5 Hz
@@ -102,13 +102,19 @@ def _within_limits(shape, period, limits, margin):
     return q0, a * scale[:, None], b * scale[:, None]
 
 
+def identified_regressor(model, q, qd, qdd):
+    """The regressor's columns that identification estimates, the bodies' ten parameters each, at
+    ``N`` states, stacked to ``(N n, 10 nb)``.  The rotor inertias' columns (``qdd``) are left out:
+    the armature is known, and a column excited for nothing would steer the design."""
+    Y = rd.regressor(model, q, qd, qdd)[..., : PARAMETERS_PER_BODY * len(model.body_joints)]
+    return Y.reshape(-1, Y.shape[-1])
+
+
 def regressor_condition(model, excitation, independent, samples=SAMPLES_PER_PERIOD):
     """Condition number (:func:`.parameters.condition_number`) of the base regressor stacked over
     ``samples`` states of one period."""
     q, qd, qdd = excitation(np.linspace(0, excitation.period, samples, endpoint=False))
-    Y = rd.regressor(model, q, qd, qdd)
-    Y = Y.reshape(-1, Y.shape[-1])
-    return condition_number(Y[:, independent])
+    return condition_number(identified_regressor(model, q, qd, qdd)[:, independent])
 
 
 def random_states(model, count, seed=0):
@@ -128,8 +134,7 @@ def design_excitation(model, period=DEFAULT_PERIOD, harmonics=DEFAULT_HARMONICS,
         raise ExcitationError(f"margin must be in (0, 1], got {margin}")
     limits = joint_limits(model, velocity_limits, acceleration_limits)
     n, free = model.nv, harmonics - 1
-    Y = rd.regressor(model, *random_states(model, 20 * len(model.body_joints), seed))
-    independent, _, _ = base_columns(Y.reshape(-1, Y.shape[-1]))
+    independent, _, _ = base_columns(identified_regressor(model, *random_states(model, 20 * len(model.body_joints), seed)))
 
     def excitation(x):
         a, b = _at_rest(x[: n * free].reshape(n, free), x[n * free:].reshape(n, free))

@@ -347,8 +347,10 @@ def _consistent(problem, A_w, z_w, prior_weight):
     start = np.concatenate([log_cholesky_of_parameters(nearest[10 * i: 10 * i + 10]) for i in range(b)]
                            + [np.maximum(nearest[10 * b:], 0)])
     lower = np.concatenate([np.full(10 * b, -np.inf), np.zeros(len(start) - 10 * b)])
-    solution = scipy.optimize.least_squares(residual, start, jac=jacobian, bounds=(lower, np.inf), method="trf", tr_solver="lsmr",
-                                            x_scale="jac", xtol=TOLERANCE, ftol=TOLERANCE, gtol=TOLERANCE, max_nfev=MAX_EVALUATIONS)
+    # a dense trust-region step: the problem is small; lsmr steps scaled by the Jacobian stalled at
+    # MAX_EVALUATIONS along the directions only the weak prior fixes, far from the optimum
+    solution = scipy.optimize.least_squares(residual, start, jac=jacobian, bounds=(lower, np.inf), method="trf", tr_solver="exact",
+                                            xtol=TOLERANCE, ftol=TOLERANCE, gtol=TOLERANCE, max_nfev=MAX_EVALUATIONS)
     return unknowns(solution.x)
 
 

@@ -59,6 +59,10 @@ def record(robot, controller, trajectory, duration, rate=500.0, torque_noise=0.0
         for _ in range(SUBSTEPS):
             sim.step(tau[k], dt / SUBSTEPS)
         tau[k] = sim.applied_effort
+    # tau[k] is held over [t_k, t_k + dt]: an effort sensor sampling at t_k sees the mean of the two
+    # efforts held around it; stamping tau[k] at t_k instead lags it half a period, which biases
+    # the fit (a torque lag of dt/2 looks like viscous damping through dg/dq qd)
+    tau[1:] = (tau[1:] + tau[:-1]) / 2
     rng = np.random.default_rng(seed)
     noisy_tau = tau + rng.normal(size=tau.shape) * torque_noise * np.sqrt(np.mean(tau**2, axis=0))
     noisy_q = q + rng.normal(size=q.shape) * position_noise
