@@ -6,9 +6,12 @@ their own processes; every case checks what the node still does, not only what i
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -70,20 +73,27 @@ def test_a_misspelled_parameter_is_named_with_the_closest_known_name(rig):
     rig.proc.wait_log("unknown parameter 'comand_source' ignored (did you mean 'command_source'?)")
 
 
-def test_paths_on_the_description_topic_are_never_opened(rig, diagnostics, tmp_path):
+def test_paths_on_the_description_topic_are_never_opened(rig, diagnostics):
     """A path (to a real URDF), a FIFO and /dev/zero are refused at once as not XML; the node keeps
     its model and answers (a FIFO used to freeze it, /dev/zero to take 4 GB)."""
-    heavier = tmp_path / "heavier.urdf"
-    heavier.write_text(two_link(mass_fore=3.0))
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-    for path in (heavier, fifo, "/dev/zero"):
-        rig.description.publish(String(data=str(path)))
-        arr = rig.diag_after(diagnostics, "model", f"got '{path}'")
-        text = status_text(arr, rig.fqn, "model")
-        assert "must be URDF XML text" in text and "keeping the previous model 'two_link'" in text
-        gravity_answer(rig)
-    rig.description.publish(String(data=two_link()))
+    # a short directory: the node quotes at most 80 characters of a bad description, and pytest's
+    # tmp_path under xdist is longer than that
+    tmp_path = Path(tempfile.mkdtemp(prefix="rd-"))
+    try:
+        heavier = tmp_path / "heavier.urdf"
+        heavier.write_text(two_link(mass_fore=3.0))
+        fifo = tmp_path / "fifo"
+        os.mkfifo(fifo)
+        for path in (heavier, fifo, "/dev/zero"):
+            assert len(repr(str(path))) <= 80
+            rig.description.publish(String(data=str(path)))
+            arr = rig.diag_after(diagnostics, "model", f"got '{path}'")
+            text = status_text(arr, rig.fqn, "model")
+            assert "must be URDF XML text" in text and "keeping the previous model 'two_link'" in text
+            gravity_answer(rig)
+    finally:
+        rig.description.publish(String(data=two_link()))
+        shutil.rmtree(tmp_path)
 
 
 def test_huge_desired_inputs_never_stop_the_gravity_command(rig, diagnostics):
