@@ -447,6 +447,7 @@ def test_docs_python_examples_run(monkeypatch, capsys):
     sim, K, theta, q = namespace["sim"], namespace["K"], namespace["theta"], namespace["q"]
     tau = rd.inverse_dynamics(rd.load_urdf("urdf/planar_2r.urdf"), q[0], namespace["qd"][0], namespace["qdd"][0])
     np.testing.assert_allclose(sim.motor_q - sim.q, tau / K, rtol=1e-12)
+    np.testing.assert_allclose(theta[0], q[0] + tau / K, rtol=1e-12)  # theta = q + K^-1 tau_l
 
 
 def test_docs_urdf_examples_read_as_documented():

@@ -3,7 +3,6 @@ parameter table and the validation plot."""
 
 import xml.etree.ElementTree as ET
 
-import numpy as np
 
 from .parameters import mass_com_inertia
 
