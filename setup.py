@@ -21,7 +21,7 @@ setup(
         (f"share/{PACKAGE}/urdf", glob("urdf/*.urdf")),
     ],
     # rosbags: identification reads and writes rosbag2 bags (sqlite3 and MCAP) without ROS
-    install_requires=["numpy>=1.24", "scipy>=1.10", "urdf-parser-py>=0.0.4", "numba>=0.59", "rosbags>=0.10"],
+    install_requires=["numpy>=1.24", "scipy>=1.10", "urdf-parser-py>=0.0.4", "numba>=0.59", "rosbags>=0.10", "threadpoolctl>=3"],
     extras_require={
         "test": [
             "pytest>=7",

@@ -14,7 +14,7 @@ from robot_dynamics.identification import (
     read_trajectory_csv, write_csv, write_rosbag, write_trajectory_csv,
 )
 from robot_dynamics.identification import excitation as ex
-from robot_dynamics.identification.identify import full_problem, structural_base
+from robot_dynamics.identification.identify import _joint_sigma, _joint_triangles, _triangle, full_problem, structural_base
 from robot_dynamics.identification.parameters import (
     base_columns, is_physically_consistent, log_cholesky_jacobian, log_cholesky_of_parameters, mass_com_inertia,
     parameters_of_log_cholesky, pseudo_inertia,
@@ -73,6 +73,27 @@ def test_log_cholesky_jacobian_matches_finite_differences():
     numeric = np.column_stack([(parameters_of_log_cholesky(phi + step * e) - parameters_of_log_cholesky(phi - step * e))
                                / (2 * step) for e in np.eye(10)])
     np.testing.assert_allclose(log_cholesky_jacobian(phi), numeric, atol=1e-7)
+
+
+@pytest.mark.parametrize("samples", [3, 40])  # fewer and more samples than columns
+def test_triangular_factors_give_the_weighted_least_squares_of_all_rows(samples):
+    """The estimate's fits on R (p + 1 rows) equal those on the N n rows: each joint's residual
+    deviation, and the weighted fit's minimiser and residual norm."""
+    rng = np.random.default_rng(4)
+    n, columns = 3, [0, 2, 3]
+    A, z = rng.normal(size=(samples * n, 5)), rng.normal(size=samples * n)
+    R_joints = _joint_triangles(A, z, n)
+    sigma = _joint_sigma(R_joints, columns, samples)
+    fit = np.linalg.lstsq(A[:, columns], z, rcond=None)[0]
+    np.testing.assert_allclose(sigma, np.sqrt(np.mean((z - A[:, columns] @ fit).reshape(samples, n) ** 2, axis=0)))
+    weights = np.tile(1 / sigma, samples)
+    A_w, z_w = A * weights[:, None], z * weights
+    R_w = _triangle(R_joints / sigma[:, None, None])
+    assert R_w.shape == (6, 6) and np.allclose(np.tril(R_w, -1), 0)
+    x = np.linalg.lstsq(R_w[:, :-1], R_w[:, -1], rcond=None)[0]
+    np.testing.assert_allclose(x, np.linalg.lstsq(A_w, z_w, rcond=None)[0], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(R_w[:, :-1] @ x - R_w[:, -1]), np.linalg.norm(A_w @ x - z_w))
+    np.testing.assert_allclose(np.linalg.svd(R_w, compute_uv=False), np.linalg.svd(np.column_stack([A_w, z_w]), compute_uv=False)[:6])
 
 
 def test_pseudo_inertia_is_the_second_moment_of_point_masses():

@@ -18,9 +18,14 @@ with ``d`` the viscous damping and ``f`` the Coulomb friction per joint.  The st
 4. the physically consistent estimate: the same weighted least squares in the log-Cholesky
    coordinates of every body (``scipy.optimize.least_squares``, friction bounded at 0), plus a
    faint pull towards the URDF's values that only decides what the data cannot see (the
-   combinations outside the base parameters).  The least squares is reduced once by a QR
-   decomposition of the weighted ``[Y tau]``, so each iteration costs a product with a small
-   triangular matrix, whatever the recording's length.
+   combinations outside the base parameters).
+
+Steps 3 and 4 never touch the N n rows of the stacked regressor but their triangular factors:
+one QR decomposition of each joint's rows ``[A_j z_j] = Q_j R_j`` (p + 1 rows each, p the
+unknowns), weighted per joint, then one QR of the weighted ``R_j`` stacked.  Least squares sees
+rows only through ``R^T R``, so every fit has the same minimiser and residual norm as on the
+whole recording, and each iteration of step 4 costs a product with a (p, p) triangular matrix,
+whatever the recording's length.
 
 We chose the log-Cholesky parameterisation over an LMI/SDP formulation because it needs no
 SDP solver (scipy only) and keeps every iterate physically consistent; the QR reduction makes
@@ -34,6 +39,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 import scipy.signal
+from threadpoolctl import threadpool_limits
 
 import robot_dynamics as rd
 
@@ -282,51 +288,66 @@ class Estimate:
         return tail[: model.nv], tail[model.nv:]
 
 
-def _weighted_ols(A, z, n):
-    """Least squares of ``A x = z`` with rows (sample, joint) weighted by 1 / each joint's residual deviation."""
-    x = np.linalg.lstsq(A, z, rcond=None)[0]
-    residual = (z - A @ x).reshape(-1, n)
-    sigma = np.sqrt(np.mean(residual**2, axis=0))
-    sigma = np.maximum(sigma, 1e-9 * max(sigma.max(), 1e-300))
-    weights = np.tile(1 / sigma, len(z) // n)
-    return weights, sigma
+def _joint_triangles(A, z, n):
+    """(n, p + 1, p + 1): the triangular factor of each joint's rows of ``[A z]`` (rows (sample,
+    joint)), ``[A_j z_j] = Q_j R_j``: it stands for joint j's N rows in any least squares."""
+    rows = np.column_stack([A, z]).reshape(-1, n, A.shape[1] + 1).transpose(1, 0, 2)
+    R = np.linalg.qr(rows, mode="r")
+    return np.pad(R, ((0, 0), (0, rows.shape[2] - R.shape[1]), (0, 0)))  # fewer samples than columns
+
+
+def _triangle(blocks):
+    """``R`` of ``blocks`` (rows stacked): ``[A z]`` reduced to p + 1 rows (:func:`_joint_triangles`)."""
+    R = np.linalg.qr(np.concatenate(blocks), mode="r")
+    return np.pad(R, ((0, R.shape[1] - R.shape[0]), (0, 0)))
+
+
+def _joint_sigma(R_joints, columns, N):
+    """Each joint's residual standard deviation when ``columns`` of ``A`` fit ``z`` by least squares
+    (unweighted): ``||A_j x - z_j||^2 = ||R_j [x; -1]||^2``."""
+    stacked = np.concatenate(R_joints)
+    x = np.linalg.lstsq(stacked[:, columns], stacked[:, -1], rcond=None)[0]
+    residual = np.einsum("jrc,c->jr", R_joints[:, :, columns], x) - R_joints[:, :, -1]
+    sigma = np.sqrt(np.sum(residual**2, axis=1) / N)
+    return np.maximum(sigma, 1e-9 * max(sigma.max(), 1e-300))
 
 
 def estimate(problem, samples):
-    """The weighted base-parameter and the physically consistent estimates (module docstring)."""
+    """The weighted base-parameter and the physically consistent estimates (module docstring),
+    every fit on triangular factors of p + 1 rows, not on the N n rows of the regressor."""
     N, n = samples.q.shape
     independent, dependent, K = structural_base(problem)
     if N * n < MIN_SAMPLES_PER_PARAMETER * len(independent):
         raise IdentificationError(f"too few samples ({N} states for {len(independent)} base parameters): "
                                   "record a longer excitation (robot-dynamics excite --duration)")
     A, known = problem.matrix(samples)
-    z = (samples.tau - known).ravel()
-    weights, sigma = _weighted_ols(A[:, independent], z, n)
-    A_w, z_w = A * weights[:, None], z * weights
-    base = A_w[:, independent]
-    condition = condition_number(base)
+    R_joints = _joint_triangles(A, (samples.tau - known).ravel(), n)
+    sigma = _joint_sigma(R_joints, independent, N)  # Gautier's weights: 1 / sigma_j on joint j's rows
+    R_w = _triangle(R_joints / sigma[:, None, None])
+    base, z_w = R_w[:, independent], R_w[:, -1]
+    condition = condition_number(base)  # column norms and singular values of R_w are those of the weighted rows
     if not condition <= MAX_CONDITION:
         raise IdentificationError(
             f"the recording does not excite the dynamics enough: the base regressor's condition number is "
             f"{condition:.3g} (> {MAX_CONDITION:g}), so some parameters would be fitted to noise; record an "
             "excitation trajectory (robot-dynamics excite) over its full duration, moving every joint")
-    base_ols, residual = np.linalg.lstsq(base, z_w, rcond=None)[:2]
-    dof = max(len(z_w) - len(independent), 1)
+    base_ols = np.linalg.lstsq(base, z_w, rcond=None)[0]
+    dof = max(N * n - len(independent), 1)
     variance = float(np.sum((z_w - base @ base_ols) ** 2)) / dof  # ~1 after the weighting
     covariance = variance * np.linalg.inv(base.T @ base)
     base_std = np.sqrt(np.diag(covariance))
 
-    x = _consistent(problem, A_w, z_w, prior_weight=PRIOR_WEIGHT * np.linalg.svd(base, compute_uv=False)[-1])
+    x = _consistent(problem, R_w, prior_weight=PRIOR_WEIGHT * np.linalg.svd(base, compute_uv=False)[-1])
     base_consistent = x[independent] + K @ x[dependent]
     return Estimate(problem, x, tuple(base_parameter_names(problem.names, independent, dependent, K)),
                     base_ols, base_std, base_consistent, float(condition), sigma, N)
 
 
-def _consistent(problem, A_w, z_w, prior_weight):
-    """argmin ||A_w x(phi) - z_w||^2 + prior_weight^2 ||x(phi) - prior||^2 over log-Cholesky ``phi``."""
-    _, R = scipy.linalg.qr(np.column_stack([A_w, z_w]), mode="economic")
-    p = A_w.shape[1]
-    R_x, r_z = R[:p, :p], R[:p, p]  # ||A_w x - z_w|| = ||R_x x - r_z|| + a constant
+def _consistent(problem, R_w, prior_weight):
+    """argmin ||A_w x(phi) - z_w||^2 + prior_weight^2 ||x(phi) - prior||^2 over log-Cholesky ``phi``,
+    with ``R_w`` the triangular factor of ``[A_w z_w]``: ``||A_w x - z_w|| = ||R_x x - r_z||`` + a constant."""
+    p = R_w.shape[1] - 1
+    R_x, r_z = R_w[:p, :p], R_w[:p, p]
     b = problem.blocks
 
     def unknowns(y):
@@ -390,6 +411,9 @@ def validate(estimate, samples, label):
     return Validation(label, samples, estimate.predict(samples), nominal)
 
 
+# BLAS on one thread: its matrices here (at most (p + 1) columns) gain little from a second
+# thread on an idle machine and lose up to 10x on a busy one, where threads wait for each other
+@threadpool_limits.wrap(limits=1, user_api="blas")
 def identify(recording, model, friction=False, payload=None, validation=None, cutoff=DEFAULT_CUTOFF,
              holdout=DEFAULT_HOLDOUT):
     """(:class:`Estimate`, :class:`Validation`) from a :class:`~.recording.Recording`.

@@ -40,23 +40,33 @@ class Recording:
 
 
 def _collect(source, samples):
-    """A :class:`Recording` from ``(t, names, {quantity: values})`` samples."""
-    lists = {quantity: {} for quantity in QUANTITIES}
-    for t, names, values in samples:
+    """A :class:`Recording` from ``(t, names, {quantity: values})`` samples, ``names`` a tuple.
+
+    Messages naming the same joints in the same order are stacked into one array (one column
+    per joint) rather than read value by value: a recording is mostly such messages."""
+    groups = {}  # (quantity, names) -> message indices, times, values
+    for index, (t, names, values) in enumerate(samples):
         for quantity, array in values.items():
             if len(array) == 0:
                 continue
             if len(array) != len(names):
                 raise RecordingError(f"{source}: a message at t = {t:.6f} s has {len(names)} names but "
                                      f"{len(array)} {_MESSAGE_FIELDS[quantity]} values")
-            for name, value in zip(names, array):
-                lists[quantity].setdefault(name, []).append((t, value))
+            group = groups.setdefault((quantity, names), ([], [], []))
+            for column, value in zip(group, (index, t, array)):
+                column.append(value)
+    parts = {quantity: {} for quantity in QUANTITIES}
+    for (quantity, names), (indices, times, rows) in groups.items():
+        rows = np.array(rows, dtype=float)
+        for column, name in enumerate(names):
+            parts[quantity].setdefault(name, []).append((indices, times, rows[:, column]))
     recording = Recording(source)
-    for quantity, joints in lists.items():
-        for name, pairs in joints.items():
-            pairs = np.array(pairs, dtype=float)
-            order = np.argsort(pairs[:, 0], kind="stable")
-            recording.series[quantity][name] = (pairs[order, 0], pairs[order, 1])
+    for quantity, joints in parts.items():
+        for name, pieces in joints.items():
+            indices, times, values = (np.concatenate(part) for part in zip(*pieces))
+            times = times.astype(float)
+            order = np.lexsort((indices, times))  # by time, then in message order
+            recording.series[quantity][name] = (times[order], values[order])
     return recording
 
 
@@ -116,7 +126,7 @@ def read_rosbag(path, topic="joint_states"):
                 msg = reader.deserialize(raw, connection.msgtype)
                 stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
                 t = stamp if stamp > 0 else received_ns * 1e-9
-                samples.append((t, list(msg.name), {q: np.asarray(getattr(msg, f)) for q, f in _MESSAGE_FIELDS.items()}))
+                samples.append((t, tuple(msg.name), {q: np.asarray(getattr(msg, f)) for q, f in _MESSAGE_FIELDS.items()}))
     except ReaderError as error:
         raise RecordingError(f"{bag}: not a readable rosbag2 bag ({error})") from None
     return _collect(str(bag), samples)
