@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.optimize
+from threadpoolctl import threadpool_limits
 
 import robot_dynamics as rd
 
@@ -52,13 +53,12 @@ class FourierExcitation:
 
     def __call__(self, t):
         """(q, qd, qdd), each of shape ``t.shape + (n,)``."""
-        t = np.asarray(t, dtype=float)[..., None, None]
-        w = 2 * np.pi / self.period
-        wl = w * np.arange(1, self.a.shape[1] + 1)
-        s, c = np.sin(wl * t), np.cos(wl * t)
-        q = self.q0 + np.sum(self.a / wl * s - self.b / wl * c, axis=-1)
-        qd = np.sum(self.a * c + self.b * s, axis=-1)
-        qdd = np.sum(wl * (self.b * c - self.a * s), axis=-1)
+        wl = 2 * np.pi / self.period * np.arange(1, self.a.shape[1] + 1)
+        phase = np.asarray(t, dtype=float)[..., None] * wl
+        s, c = np.sin(phase), np.cos(phase)  # t.shape + (L,): the harmonics, shared by the joints
+        q = self.q0 + s @ (self.a / wl).T - c @ (self.b / wl).T
+        qd = c @ self.a.T + s @ self.b.T
+        qdd = c @ (wl * self.b).T - s @ (wl * self.a).T
         return q, qd, qdd
 
 
@@ -125,6 +125,8 @@ def random_states(model, count, seed=0):
     return uniform(lower, upper), uniform(-speed, speed), uniform(-accel, accel)
 
 
+# BLAS on one thread (as identify): a thousand small SVDs lose up to 10x to a second thread on a busy machine
+@threadpool_limits.wrap(limits=1, user_api="blas")
 def design_excitation(model, period=DEFAULT_PERIOD, harmonics=DEFAULT_HARMONICS, margin=DEFAULT_MARGIN,
                       velocity_limits=None, acceleration_limits=None, seed=0, iterations=DESIGN_ITERATIONS):
     """The Fourier excitation with the best-conditioned base regressor found (module docstring)."""
