@@ -59,3 +59,4 @@ def test_benchmark_prints_its_tables():
     rows = [line.split() for line in text.splitlines() if re.match(r"arm7_\w+ +[\d.]+ ", line)]
     assert len(rows) == 8 and all(float(row[1]) < float(row[3]) for row in rows), text
     assert re.search(r"identify [\d.]+ s", text) and re.search(r"mass error [\d.]+ %", text), text
+    assert re.search(r"design the excitation \(robot-dynamics excite\) [\d.]+ s; condition number over one period [\d.]+", text), text

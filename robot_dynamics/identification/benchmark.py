@@ -4,8 +4,8 @@
 walk-through's perturbed arm7_gripper (7 arm joints and a gripper) following an excitation, with
 1 % and 2 % effort noise, writes each recording to an MCAP bag, and prints, per joint, the RMS
 torque error on the held-out last 25 % in % of that joint's RMS torque (identified model and
-input URDF), the time to read the bag and to identify, and the payload's mass and centre-of-mass
-errors.
+input URDF), the time to design the excitation, to read the bag and to identify, and the
+payload's mass and centre-of-mass errors.
 """
 
 import argparse
@@ -19,6 +19,8 @@ import numpy as np
 import robot_dynamics as rd
 
 from . import design_excitation, identify, joint_state_messages, read_recording, write_rosbag
+from .excitation import regressor_condition
+from .identify import full_problem, structural_base
 from .parameters import mass_com_inertia
 from .simulated import perturbed_urdf, record
 
@@ -37,7 +39,10 @@ def main(argv=None, out=sys.stdout):
     urdf = bundled_urdf(ROBOT)
     model = rd.load_urdf(urdf)
     real = rd.load_urdf(perturbed_urdf(urdf, seed=1))
+    start = time.perf_counter()
     excitation = design_excitation(model, iterations=args.iterations)
+    design = time.perf_counter() - start
+    independent = structural_base(full_problem(model, friction=False))[0]
     out.write(f"{ROBOT}: {model.nv} joints, {args.duration:g} s at {args.rate:g} Hz, friction identified; "
               "held-out RMS torque error in % of each joint's RMS torque\n")
     rows, times = {}, []
@@ -55,6 +60,8 @@ def main(argv=None, out=sys.stdout):
     out.write(f"{'joint':24} {'1 % noise':>10} {'2 % noise':>10} {'input URDF':>11}\n")
     for j, name in enumerate(model.joint_names):
         out.write(f"{name:24} {rows[0.01][0][j]:10.2f} {rows[0.02][0][j]:10.2f} {rows[0.01][1][j]:11.2f}\n")
+    out.write(f"design the excitation (robot-dynamics excite) {design:.2f} s; condition number over one period "
+              f"{regressor_condition(model, excitation, independent, 500):.4g}\n")
     for noise, read, solve, condition in times:
         out.write(f"{100 * noise:.0f} % noise: read the MCAP bag {read:.2f} s, identify {solve:.2f} s "
                   f"(condition number {condition:.3g})\n")
