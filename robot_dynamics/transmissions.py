@@ -41,6 +41,8 @@ description is skipped quietly.)  A transmission never stops a URDF from loading
 
 import math
 import warnings
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -71,10 +73,38 @@ def _drake(element, tag, what):
     return _value(found, f"{what} <drake:{tag}>", attribute=True)
 
 
-def reflected_motor_terms(root, model):
-    """``(armature, motor_damping)``, ``(nv,)`` arrays ``r^2 J_m`` and ``r^2 B_m`` from the transmissions
-    in the URDF element ``root`` (see the module docstring)."""
-    armature, damping = np.zeros(model.nv), np.zeros(model.nv)
+DRAKE_NAMESPACE = "http://drake.mit.edu"
+
+
+@dataclass(frozen=True)
+class Rotor:
+    """One motor read from a ``<transmission>``: the coordinate it drives, its ``gain = (multiplier r)^2``
+    (its ``J_m`` adds ``gain J_m`` to that coordinate's armature), ``J_m``, ``B_m``, and its XML elements
+    (``actuator`` None if it has none)."""
+
+    coordinate: int
+    gain: float
+    rotor_inertia: float
+    rotor_damping: float
+    transmission: object
+    actuator: object
+
+    def set(self, tag, value):
+        """Write ``<drake:tag value=…/>`` (``rotor_inertia`` or ``rotor_damping``) where :func:`_motor` reads
+        it: the element already holding it, else a new one in the actuator (else the transmission)."""
+        for holder in (self.actuator, self.transmission):
+            found = holder.find("{*}" + tag) if holder is not None else None
+            if found is not None and found.tag.startswith("{"):
+                found.set("value", f"{float(value):.9g}")
+                return
+        holder = self.transmission if self.actuator is None else self.actuator
+        holder.append(ET.Element(f"{{{DRAKE_NAMESPACE}}}{tag}", value=f"{float(value):.9g}"))
+
+
+def rotors(root, model):
+    """The :class:`Rotor` of every transmission this module reads in the URDF element ``root``
+    (module docstring), warning about those it skips."""
+    found = []
     fixed = {joint.get("name") for joint in root.findall("joint") if joint.get("type") == "fixed"}
     for transmission in root.findall("transmission"):
         what = f"transmission {transmission.get('name', '(unnamed)')!r}"
@@ -83,14 +113,14 @@ def reflected_motor_terms(root, model):
         if not kind.endswith(SIMPLE_TRANSMISSION) or len(joints) != 1 or len(actuators) > 1:
             if _has_rotor(transmission):  # otherwise there is nothing to reflect, hence nothing lost
                 warnings.warn(f"{what} has type {kind!r}, {len(joints)} joints and {len(actuators)} actuators: only a "
-                              "SimpleTransmission of one joint by one actuator is read; its rotor is ignored", stacklevel=3)
+                              "SimpleTransmission of one joint by one actuator is read; its rotor is ignored", stacklevel=4)
             continue
         joint = joints[0].get("name")
         actuator = actuators[0] if actuators else None
         try:
             rotor_inertia, rotor_damping, ratio = _motor(transmission, actuator, what)
         except _Unreadable as error:
-            warnings.warn(f"{error}; {what} skipped", stacklevel=3)
+            warnings.warn(f"{error}; {what} skipped", stacklevel=4)
             continue
         if joint in model.joint_names:
             coordinate, multiplier = model.joint_names.index(joint), 1.0
@@ -103,16 +133,25 @@ def reflected_motor_terms(root, model):
             if rotor_inertia or rotor_damping:
                 masters = ", ".join(master for master, _ in model.couplings[joint][0])
                 warnings.warn(f"{what} names joint {joint!r}, which follows several coordinates ({masters}): its rotor "
-                              "would couple them, and armature is per coordinate; skipped", stacklevel=3)
+                              "would couple them, and armature is per coordinate; skipped", stacklevel=4)
             continue
         elif joint in fixed and rotor_inertia == rotor_damping == 0:
             continue  # a motor on a welded joint, and nothing to reflect: nothing is lost
         else:
             state = "a fixed joint" if joint in fixed else "not a joint of the model"
-            warnings.warn(f"{what} names joint {joint!r}, which is {state}; skipped", stacklevel=3)
+            warnings.warn(f"{what} names joint {joint!r}, which is {state}; skipped", stacklevel=4)
             continue
-        armature[coordinate] += (multiplier * ratio) ** 2 * rotor_inertia
-        damping[coordinate] += (multiplier * ratio) ** 2 * rotor_damping
+        found.append(Rotor(coordinate, (multiplier * ratio) ** 2, rotor_inertia, rotor_damping, transmission, actuator))
+    return found
+
+
+def reflected_motor_terms(root, model):
+    """``(armature, motor_damping)``, ``(nv,)`` arrays ``r^2 J_m`` and ``r^2 B_m`` from the transmissions
+    in the URDF element ``root`` (see the module docstring)."""
+    armature, damping = np.zeros(model.nv), np.zeros(model.nv)
+    for rotor in rotors(root, model):
+        armature[rotor.coordinate] += rotor.gain * rotor.rotor_inertia
+        damping[rotor.coordinate] += rotor.gain * rotor.rotor_damping
     return armature, damping
 
 

@@ -31,6 +31,8 @@ def add_excite_arguments(parser):
     parser.add_argument("--acceleration-limit", nargs="+", default=[], metavar="LIMIT",
                         help=f"acceleration limits: one value or name=value (default {ex.DEFAULT_ACCELERATION_LIMIT:g})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the optimisation's random starts (default 0)")
+    parser.add_argument("--armature", action="store_true",
+                        help="design for identify --armature (the armature of every joint estimated)")
 
 
 def add_identify_arguments(parser):
@@ -38,6 +40,9 @@ def add_identify_arguments(parser):
     parser.add_argument("--urdf", required=True, help="the robot's URDF (file or bundled robot name)")
     parser.add_argument("--topic", default="joint_states", help="JointState topic in a bag (default joint_states)")
     parser.add_argument("--friction", action="store_true", help="identify viscous and Coulomb friction per joint")
+    parser.add_argument("--armature", action="store_true",
+                        help="identify the armature (reflected rotor inertia) of every joint, not only of the joints "
+                             "whose URDF <transmission> gives one")
     parser.add_argument("--payload", metavar="LINK",
                         help="identify only a payload fixed to LINK (the URDF is trusted for the robot)")
     parser.add_argument("--validate", metavar="RECORDING2",
@@ -70,8 +75,10 @@ def run_excite(args, model, out, err):
     periods = max(1, round(args.duration / args.period))
     excitation = ex.design_excitation(model, args.period, args.harmonics, args.margin,
                                       _limits(model, args.velocity_limit, "velocity-limit"),
-                                      _limits(model, args.acceleration_limit, "acceleration-limit"), seed=args.seed)
+                                      _limits(model, args.acceleration_limit, "acceleration-limit"), seed=args.seed,
+                                      armature=args.armature)
     duration = periods * args.period
+    rotors = ex.estimated_armature(model, args.armature)
     ex.write_trajectory_csv(args.output, excitation, duration, args.rate)
     t = np.linspace(0, args.period, 2000)
     q, qd, qdd = excitation(t)
@@ -79,7 +86,7 @@ def run_excite(args, model, out, err):
     out.write(f"excitation for {model.name}: {periods} period(s) of {args.period:g} s = {duration:g} s, "
               f"{args.harmonics} harmonics, written to {args.output} at {args.rate:g} Hz\n")
     out.write(f"condition number of the base regressor over one period: "
-              f"{ex.regressor_condition(model, excitation, _independent(model), 500):.4g}\n")
+              f"{ex.regressor_condition(model, excitation, _independent(model, args.armature), 500, rotors):.4g}\n")
     out.write(f"{'joint':24} {'start':>8} {'min q':>8} {'max q':>8} {'max |qd|':>9} {'max |qdd|':>9} {'max |tau|':>9}\n")
     for j, name in enumerate(model.joint_names):
         out.write(f"{name:24} {q[0, j]:8.3f} {q[:, j].min():8.3f} {q[:, j].max():8.3f} {np.abs(qd[:, j]).max():9.3f} "
@@ -92,10 +99,10 @@ def run_excite(args, model, out, err):
     return 0
 
 
-def _independent(model):
+def _independent(model, armature):
     from .identify import full_problem, structural_base
 
-    return structural_base(full_problem(model, friction=False))[0]
+    return structural_base(full_problem(model, friction=False, armature=armature))[0]
 
 
 def run_identify(args, model, urdf_path, out, err):
@@ -105,7 +112,8 @@ def run_identify(args, model, urdf_path, out, err):
         recording = read_recording(args.recording, args.topic)
         validation = read_recording(args.validate, args.topic) if args.validate else None
         estimate, check = identify(recording, model, friction=args.friction, payload=args.payload,
-                                   validation=validation, cutoff=args.cutoff, holdout=args.holdout)
+                                   validation=validation, cutoff=args.cutoff, holdout=args.holdout,
+                                   armature=args.armature)
     for warning in caught:
         err.write(f"warning: {warning.message}\n")
     output = Path(args.output)

@@ -102,19 +102,32 @@ def _within_limits(shape, period, limits, margin):
     return q0, a * scale[:, None], b * scale[:, None]
 
 
-def identified_regressor(model, q, qd, qdd):
-    """The regressor's columns that identification estimates, the bodies' ten parameters each, at
-    ``N`` states, stacked to ``(N n, 10 nb)``.  The rotor inertias' columns (``qdd``) are left out:
-    the armature is known, and a column excited for nothing would steer the design."""
-    Y = rd.regressor(model, q, qd, qdd)[..., : PARAMETERS_PER_BODY * len(model.body_joints)]
+def estimated_armature(model, every_joint=False):
+    """The coordinates whose armature (rotor inertia) identification estimates: those the model
+    gives one (a URDF ``<transmission>``), or every coordinate with ``every_joint``."""
+    return np.arange(model.nv) if every_joint else np.flatnonzero(model.armature > 0)
+
+
+def identified_columns(model, rotors=()):
+    """The regressor's columns that identification estimates: the bodies' ten parameters each, then
+    the armature (column ``qdd``) of the coordinates ``rotors`` (:func:`estimated_armature`)."""
+    bodies = PARAMETERS_PER_BODY * len(model.body_joints)
+    return np.concatenate([np.arange(bodies), bodies + np.asarray(rotors, dtype=int)])
+
+
+def identified_regressor(model, q, qd, qdd, rotors=()):
+    """The regressor's :func:`identified_columns` at ``N`` states, stacked to ``(N n, columns)``.  The
+    other rotors' columns are left out: their armature is known (zero), and a column excited for
+    nothing would steer the design."""
+    Y = rd.regressor(model, q, qd, qdd)[..., identified_columns(model, rotors)]
     return Y.reshape(-1, Y.shape[-1])
 
 
-def regressor_condition(model, excitation, independent, samples=SAMPLES_PER_PERIOD):
+def regressor_condition(model, excitation, independent, samples=SAMPLES_PER_PERIOD, rotors=()):
     """Condition number (:func:`.parameters.condition_number`) of the base regressor stacked over
     ``samples`` states of one period."""
     q, qd, qdd = excitation(np.linspace(0, excitation.period, samples, endpoint=False))
-    return condition_number(identified_regressor(model, q, qd, qdd)[:, independent])
+    return condition_number(identified_regressor(model, q, qd, qdd, rotors)[:, independent])
 
 
 def random_states(model, count, seed=0):
@@ -128,15 +141,19 @@ def random_states(model, count, seed=0):
 # BLAS on one thread (as identify): a thousand small SVDs lose up to 10x to a second thread on a busy machine
 @threadpool_limits.wrap(limits=1, user_api="blas")
 def design_excitation(model, period=DEFAULT_PERIOD, harmonics=DEFAULT_HARMONICS, margin=DEFAULT_MARGIN,
-                      velocity_limits=None, acceleration_limits=None, seed=0, iterations=DESIGN_ITERATIONS):
-    """The Fourier excitation with the best-conditioned base regressor found (module docstring)."""
+                      velocity_limits=None, acceleration_limits=None, seed=0, iterations=DESIGN_ITERATIONS,
+                      armature=False):
+    """The Fourier excitation with the best-conditioned base regressor found (module docstring), for
+    the armature of :func:`estimated_armature` (``armature``: of every joint)."""
     if harmonics < 2:
         raise ExcitationError("an excitation at rest at both ends needs at least 2 harmonics")
     if not 0 < margin <= 1:
         raise ExcitationError(f"margin must be in (0, 1], got {margin}")
     limits = joint_limits(model, velocity_limits, acceleration_limits)
     n, free = model.nv, harmonics - 1
-    independent, _, _ = base_columns(identified_regressor(model, *random_states(model, 20 * len(model.body_joints), seed)))
+    rotors = estimated_armature(model, armature)
+    independent, _, _ = base_columns(identified_regressor(model, *random_states(model, 20 * len(model.body_joints), seed),
+                                                          rotors))
 
     def excitation(x):
         a, b = _at_rest(x[: n * free].reshape(n, free), x[n * free:].reshape(n, free))
@@ -144,7 +161,7 @@ def design_excitation(model, period=DEFAULT_PERIOD, harmonics=DEFAULT_HARMONICS,
         return FourierExcitation(tuple(model.joint_names), float(period), q0, a, b)
 
     def cost(x):
-        return np.log(regressor_condition(model, excitation(x), independent))
+        return np.log(regressor_condition(model, excitation(x), independent, rotors=rotors))
 
     rng = np.random.default_rng(seed)
     starts = [rng.normal(size=2 * n * free) for _ in range(RANDOM_STARTS)]

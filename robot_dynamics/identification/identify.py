@@ -5,7 +5,9 @@ eq. 6.122, friction as in the simulator and the dynamics node)::
 
     tau = Y(q, qd, qdd) theta + diag(qd) d + diag(tanh(qd / eps)) f
 
-with ``d`` the viscous damping and ``f`` the Coulomb friction per joint.  The steps:
+with ``d`` the viscous damping (the joint's and its motor's, ``r^2 B_m``) and ``f`` the Coulomb
+friction per joint; ``theta`` ends with the armature ``r^2 J_m`` of every coordinate (column
+``qdd``, Spong Ex. 6.1), estimated where the URDF gives one (or everywhere).  The steps:
 
 1. :func:`resample` — each joint's series onto one uniform time grid (messages may carry only
    some joints), NaN samples dropped with a warning;
@@ -16,9 +18,9 @@ with ``d`` the viscous damping and ``f`` the Coulomb friction per joint.  The st
    rows divided by that joint's residual standard deviation (Gautier's weighting), with their
    relative standard deviations ``100 sigma_i / |theta_i|`` and the condition number;
 4. the physically consistent estimate: the same weighted least squares in the log-Cholesky
-   coordinates of every body (``scipy.optimize.least_squares``, friction bounded at 0), plus a
-   faint pull towards the URDF's values that only decides what the data cannot see (the
-   combinations outside the base parameters).
+   coordinates of every body (``scipy.optimize.least_squares``, armature and friction bounded
+   at 0), plus a faint pull towards the URDF's values that only decides what the data cannot
+   see (the combinations outside the base parameters).
 
 Steps 3 and 4 never touch the N n rows of the stacked regressor but their triangular factors:
 one QR decomposition of each joint's rows ``[A_j z_j] = Q_j R_j`` (p + 1 rows each, p the
@@ -43,7 +45,7 @@ from threadpoolctl import threadpool_limits
 
 import robot_dynamics as rd
 
-from .excitation import random_states
+from .excitation import estimated_armature, identified_columns, random_states
 from .parameters import (
     PARAMETER_NAMES, PARAMETERS_PER_BODY, base_columns, base_parameter_names, condition_number, log_cholesky_jacobian, log_cholesky_of_parameters,
     parameters_of_log_cholesky,
@@ -152,15 +154,16 @@ def filtered(t, q, qd, tau, cutoff=DEFAULT_CUTOFF, friction_velocity=DEFAULT_FRI
 
 @dataclass(frozen=True)
 class Problem:
-    """What is estimated: ``blocks`` bodies of ten inertial parameters (each physically consistent)
-    then, with friction, 2n friction coefficients (``d`` then ``f``), all at ``columns`` of the
-    regressor ``matrix(samples)``; ``prior`` their a-priori values; ``names`` one per unknown."""
+    """What is estimated: ``blocks`` bodies of ten inertial parameters (each physically consistent),
+    the armature of some coordinates (each >= 0), then, with friction, 2n friction coefficients
+    (``d`` then ``f``, each >= 0), all at the columns of ``matrix(samples)``; ``prior`` their a-priori
+    values; ``names`` one per unknown."""
 
     model: rd.RobotModel
     blocks: int
     friction: bool
-    transform: np.ndarray     # (10 nb + rotors, 10 blocks): the regressor's parameters per unknown inertial parameter
-    known: np.ndarray         # (10 nb + rotors,): parameters not estimated (rotor inertias; payload mode: the robot)
+    transform: np.ndarray     # (10 nb + n, 10 blocks + rotors): the regressor's parameters per unknown inertial parameter
+    known: np.ndarray         # (10 nb + n,): parameters not estimated (other armatures; payload mode: the robot)
     prior: np.ndarray
     names: tuple
     friction_velocity: float
@@ -176,12 +179,28 @@ class Problem:
             columns.append(_diagonal_columns(samples.qd))
             columns.append(_diagonal_columns(samples.coulomb))
         else:
-            known = known + self.model.damping * samples.qd + self.model.friction * samples.coulomb
+            known = known + viscous_damping(self.model) * samples.qd + self.model.friction * samples.coulomb
         return np.hstack(columns), known
 
+    @property
+    def inertial_unknowns(self):
+        """How many of the unknowns are inertial (bodies and armature): the friction coefficients follow."""
+        return self.transform.shape[1]
+
+    @property
+    def armature_estimated(self):
+        """(n,) whether each coordinate's armature is an unknown."""
+        return self.transform[PARAMETERS_PER_BODY * len(self.model.body_joints):].any(axis=1)
+
     def inertial(self, x):
-        """The regressor's parameters (10 nb + rotors,) for the unknowns ``x``."""
-        return self.known + self.transform @ x[: PARAMETERS_PER_BODY * self.blocks]
+        """The regressor's parameters (10 nb + n,) for the unknowns ``x``."""
+        return self.known + self.transform @ x[: self.inertial_unknowns]
+
+
+def viscous_damping(model):
+    """The viscous damping per coordinate: the joint's ``<dynamics damping>`` plus its motor's ``r^2 B_m``
+    (what the simulator applies, and what ``--friction`` identifies as one coefficient)."""
+    return model.damping + model.motor_damping
 
 
 def _diagonal_columns(values):
@@ -196,21 +215,20 @@ def _friction_names(model):
     return tuple(f"{kind} {joint}" for kind in ("damping", "friction") for joint in model.joint_names)
 
 
-def _rotor_columns(model):
-    """The regressor's columns after the bodies' ten parameters each: the rotor inertia of every coordinate."""
-    return len(rd.inertial_parameters(model)) - PARAMETERS_PER_BODY * len(model.body_joints)
-
-
-def full_problem(model, friction, friction_velocity=DEFAULT_FRICTION_VELOCITY):
-    """Every body's inertial parameters (and friction) unknown; the URDF's values are the prior.
-    The rotor inertia (``model.armature``) is taken from the URDF as known."""
+def full_problem(model, friction, armature=False, friction_velocity=DEFAULT_FRICTION_VELOCITY):
+    """Every body's inertial parameters, the armature of :func:`.excitation.estimated_armature`
+    (``armature``: of every coordinate) and, with ``friction``, the friction unknown; the URDF's
+    values are the prior."""
     nb = len(model.body_joints)
     theta = rd.inertial_parameters(model)
-    bodies, rotors = PARAMETERS_PER_BODY * nb, _rotor_columns(model)
+    rotors = estimated_armature(model, armature)
+    columns = identified_columns(model, rotors)
     names = tuple(f"{p} {model.body_joints[i]}" for i in range(nb) for p in PARAMETER_NAMES)
-    prior = np.concatenate([theta[:bodies], model.damping, model.friction]) if friction else theta[:bodies]
-    known = np.concatenate([np.zeros(bodies), theta[bodies:]])
-    return Problem(model, nb, friction, np.eye(bodies + rotors, bodies), known, prior,
+    names += tuple(f"armature {model.joint_names[c]}" for c in rotors)
+    prior = np.concatenate([theta[columns], viscous_damping(model), model.friction]) if friction else theta[columns]
+    known = theta.copy()
+    known[columns] = 0.0
+    return Problem(model, nb, friction, np.eye(len(theta))[:, columns], known, prior,
                    names + (_friction_names(model) if friction else ()), friction_velocity)
 
 
@@ -225,7 +243,7 @@ def payload_transform(model, link):
     # move_inertial_parameters is linear in the parameters: its columns are the images of unit vectors
     from ..model import move_inertial_parameters
 
-    T = np.zeros((PARAMETERS_PER_BODY * len(model.body_joints) + _rotor_columns(model), PARAMETERS_PER_BODY))
+    T = np.zeros((len(rd.inertial_parameters(model)), PARAMETERS_PER_BODY))
     rows = slice(PARAMETERS_PER_BODY * frame.body, PARAMETERS_PER_BODY * (frame.body + 1))
     for k in range(PARAMETERS_PER_BODY):
         T[rows, k] = move_inertial_parameters(np.eye(PARAMETERS_PER_BODY)[k], frame.pose[:3, :3], frame.pose[:3, 3])
@@ -235,7 +253,7 @@ def payload_transform(model, link):
 def payload_problem(model, link, friction, friction_velocity=DEFAULT_FRICTION_VELOCITY):
     """Only the payload on ``link`` (and friction) unknown; the robot's URDF is trusted."""
     T = payload_transform(model, link)
-    prior = np.concatenate([np.zeros(10), model.damping, model.friction]) if friction else np.zeros(10)
+    prior = np.concatenate([np.zeros(10), viscous_damping(model), model.friction]) if friction else np.zeros(10)
     names = tuple(f"{p} payload" for p in PARAMETER_NAMES)
     return Problem(model, 1, friction, T, rd.inertial_parameters(model), prior,
                    names + (_friction_names(model) if friction else ()), friction_velocity)
@@ -279,12 +297,16 @@ class Estimate:
         bodies = PARAMETERS_PER_BODY * len(self.problem.model.body_joints)
         return self.problem.inertial(self.x)[:bodies].reshape(-1, PARAMETERS_PER_BODY)
 
+    def armature(self):
+        """(n,) the armature per coordinate: identified where :attr:`Problem.armature_estimated`, else the URDF's."""
+        return self.problem.inertial(self.x)[PARAMETERS_PER_BODY * len(self.problem.model.body_joints):]
+
     def friction(self):
-        """(damping, friction) per joint; the URDF's without friction identification."""
+        """(viscous damping, Coulomb friction) per joint; the URDF's without friction identification."""
         model = self.problem.model
         if not self.problem.friction:
-            return np.array(model.damping), np.array(model.friction)
-        tail = self.x[PARAMETERS_PER_BODY * self.problem.blocks:]
+            return viscous_damping(model), np.array(model.friction)
+        tail = self.x[self.problem.inertial_unknowns:]
         return tail[: model.nv], tail[model.nv:]
 
 
@@ -407,7 +429,8 @@ def validate(estimate, samples, label):
     """The identified model's and the input URDF's torque predictions against ``samples``."""
     problem = estimate.problem
     model, qd = problem.model, samples.qd
-    nominal = rd.inverse_dynamics(model, samples.q, qd, samples.qdd) + model.damping * qd + model.friction * samples.coulomb
+    nominal = (rd.inverse_dynamics(model, samples.q, qd, samples.qdd) + viscous_damping(model) * qd
+               + model.friction * samples.coulomb)
     return Validation(label, samples, estimate.predict(samples), nominal)
 
 
@@ -415,13 +438,18 @@ def validate(estimate, samples, label):
 # thread on an idle machine and lose up to 10x on a busy one, where threads wait for each other
 @threadpool_limits.wrap(limits=1, user_api="blas")
 def identify(recording, model, friction=False, payload=None, validation=None, cutoff=DEFAULT_CUTOFF,
-             holdout=DEFAULT_HOLDOUT):
+             holdout=DEFAULT_HOLDOUT, armature=False):
     """(:class:`Estimate`, :class:`Validation`) from a :class:`~.recording.Recording`.
 
-    Without a ``validation`` recording the last ``holdout`` of the recording is kept out of the fit
-    and used for validation.
+    The armature is estimated on the coordinates whose URDF gives one, or on every coordinate with
+    ``armature`` (not with ``payload``: the robot is trusted).  Without a ``validation`` recording
+    the last ``holdout`` of the recording is kept out of the fit and used for validation.
     """
-    problem = (payload_problem(model, payload, friction) if payload is not None else full_problem(model, friction))
+    if payload is not None and armature:
+        raise IdentificationError("the armature is the robot's: identify the robot (with --armature) first, "
+                                  "then the payload alone (--payload trusts the robot's URDF)")
+    problem = (payload_problem(model, payload, friction) if payload is not None
+               else full_problem(model, friction, armature))
     samples = filtered(*resample(recording, model), cutoff)
     if validation is None:
         if not 0 < holdout < 1:

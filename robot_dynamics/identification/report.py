@@ -1,12 +1,18 @@
 """What ``robot-dynamics identify`` writes: the identified URDF, the payload parameters, the
 parameter table and the validation plot."""
 
+import warnings
 import xml.etree.ElementTree as ET
 
+import numpy as np
 
+from ..transmissions import DRAKE_NAMESPACE, SIMPLE_TRANSMISSION, rotors
 from .parameters import mass_com_inertia
 
 SUFFIX = "_payload"  # the identified payload's link in identified.urdf: <link><SUFFIX>
+ROTOR_SUFFIX = "_identified_rotor"  # a transmission added for an armature the URDF had none for
+
+ET.register_namespace("drake", DRAKE_NAMESPACE)  # written as <drake:rotor_inertia>, as Drake and the loader read it
 
 
 def _number(value):
@@ -61,9 +67,15 @@ def identified_urdf(urdf_path, estimate, payload_link=None):
         joint = ET.SubElement(root, "joint", name=payload_link + SUFFIX + "_joint", type="fixed")
         ET.SubElement(joint, "parent", link=payload_link)
         ET.SubElement(joint, "child", link=payload_link + SUFFIX)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the transmissions it skips were warned about when the URDF was loaded
+        motors = rotors(root, model)
+    if problem.armature_estimated.any():
+        _set_armature(root, model, motors, estimate.armature(), problem.armature_estimated)
     if problem.friction:
         damping, friction = estimate.friction()
-        for name, d, f in zip(model.joint_names, damping, friction):
+        joint_damping = _split_viscous_damping(model, motors, damping)
+        for name, d, f in zip(model.joint_names, joint_damping, friction):
             dynamics = joints[name].find("dynamics")
             if dynamics is None:
                 dynamics = ET.SubElement(joints[name], "dynamics")
@@ -71,6 +83,45 @@ def identified_urdf(urdf_path, estimate, payload_link=None):
             dynamics.set("friction", _number(f))
     ET.indent(tree)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _set_armature(root, model, motors, armature, estimated):
+    """Each estimated armature written as its rotors' ``J_m`` (armature = sum of gain J_m, gain = r^2).
+
+    Every rotor of a coordinate has its ``J_m`` scaled by the same factor (the gears, and the
+    shares of several rotors, kept); rotors with no ``J_m`` yet get equal ones; a coordinate with no
+    transmission gets a new SimpleTransmission of ratio 1 whose rotor inertia is the armature.
+    """
+    for c in np.flatnonzero(estimated):
+        own = [motor for motor in motors if motor.coordinate == c]
+        before = sum(motor.gain * motor.rotor_inertia for motor in own)
+        gains = sum(motor.gain for motor in own)
+        if before > 0:
+            for motor in own:
+                motor.set("rotor_inertia", motor.rotor_inertia * armature[c] / before)
+        elif gains > 0:
+            for motor in own:
+                motor.set("rotor_inertia", armature[c] / gains)
+        else:
+            joint = model.joint_names[c]
+            transmission = ET.SubElement(root, "transmission", name=joint + ROTOR_SUFFIX)
+            ET.SubElement(transmission, "type").text = f"transmission_interface/{SIMPLE_TRANSMISSION}"
+            ET.SubElement(transmission, "joint", name=joint)
+            actuator = ET.SubElement(transmission, "actuator", name=joint + ROTOR_SUFFIX + "_motor")
+            ET.SubElement(actuator, "mechanicalReduction").text = "1"
+            ET.SubElement(actuator, f"{{{DRAKE_NAMESPACE}}}rotor_inertia", value=_number(armature[c]))
+
+
+def _split_viscous_damping(model, motors, damping):
+    """The joints' ``<dynamics damping>`` for identified viscous damping ``damping`` (the joint's and
+    its motors' ``r^2 B_m`` together): the motors keep theirs and the joint gets the rest; where the
+    rest would be negative the joint gets 0 and the motors' ``B_m`` are scaled down to the total."""
+    motor_damping = np.array(model.motor_damping, dtype=float)
+    for c in np.flatnonzero(damping < motor_damping):
+        for motor in motors:
+            if motor.coordinate == c:
+                motor.set("rotor_damping", motor.rotor_damping * damping[c] / motor_damping[c])
+    return np.maximum(damping - motor_damping, 0.0)
 
 
 def payload_yaml(link, theta, node="robot_dynamics"):
@@ -105,9 +156,12 @@ def parameter_table(estimate, validation=None):
         lines += ["", "identified payload (physically consistent; inertia about its CoM, link axes):",
                   _body_line("payload", estimate.x[:10])]
     damping, friction = estimate.friction()
-    lines += ["", f"friction ({'identified' if estimate.problem.friction else 'from the URDF'}):",
-              f"{'joint':24} {'damping':>12} {'coulomb':>12}"]
-    lines += [f"{name:24} {d:12.5g} {f:12.5g}" for name, d, f in zip(model.joint_names, damping, friction)]
+    source = lambda identified: "identified" if identified else "URDF"  # noqa: E731
+    lines += ["", f"friction ({source(estimate.problem.friction)}; damping: the joint's and its motor's r^2 B_m) "
+                  "and armature (r^2 J_m):",
+              f"{'joint':24} {'damping':>12} {'coulomb':>12} {'armature':>12}"]
+    lines += [f"{name:24} {d:12.5g} {f:12.5g} {a:12.5g} ({source(estimated)})" for name, d, f, a, estimated in zip(
+        model.joint_names, damping, friction, estimate.armature(), estimate.problem.armature_estimated)]
     if validation is not None:
         lines += ["", *validation_lines(model.joint_names, validation)]
     return "\n".join(lines) + "\n"
