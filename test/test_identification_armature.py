@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.identification import design_excitation, identify
+from robot_dynamics.identification import design_excitation, identify, write_csv
 from robot_dynamics.identification.excitation import identified_regressor, random_states
 from robot_dynamics.identification.identify import full_problem, rms, structural_base
 from robot_dynamics.identification.parameters import base_parameter_names
@@ -200,3 +200,18 @@ def test_armature_everywhere_for_a_urdf_without_transmissions(tmp_path, geared_r
     added = ET.fromstring(xml).findall("transmission")
     assert [t.get("name") for t in added] == ["yaw_identified_rotor", "shoulder_identified_rotor", "elbow_identified_rotor"]
     assert all(t.findtext("actuator/mechanicalReduction") == "1" for t in added)
+
+
+def test_cli_identify_armature(tmp_path, geared_run):
+    from test_identification import _cli
+
+    _, run = geared_run
+    (tmp_path / "bare.urdf").write_text(without_transmissions(GEARED_ARM, "yaw", "shoulder", "elbow"))
+    write_csv(tmp_path / "run.csv", run.joint_names, run.t, run.q, run.qd, run.tau)
+    done = _cli("identify", "run.csv", "--urdf", "bare.urdf", "--friction", "--armature", "--output", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    table = (tmp_path / "out" / "parameters.txt").read_text()
+    assert table.count("(identified)") == 3 and "armature elbow" in table
+    assert np.all(rd.load_urdf(tmp_path / "out" / "identified.urdf").armature > 0)
+    done = _cli("identify", "run.csv", "--urdf", "bare.urdf", "--armature", "--payload", "forearm", cwd=tmp_path)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "identify the robot (with --armature) first" in done.stderr
