@@ -311,7 +311,9 @@ def composite_rigid_body(topology, bodies, armature, poses, composite, M):
     ``poses`` holds every ``T_{parent,i}``; ``composite`` is ``(nb, 10)`` scratch.
     """
     nb = topology.shape[0]
-    composite[:, :] = bodies[:, MASS:MASS + 10]
+    for i in range(nb):  # element by element: a slice copy would compile numba's shape-mismatch message (~2 s)
+        for c in range(10):
+            composite[i, c] = bodies[i, MASS + c]
     for i in range(nb - 1, -1, -1):
         parent = topology[i, PARENT]
         if parent >= 0:

@@ -118,6 +118,7 @@ step of Panda-7 takes 12-40): beyond, an absurd state (joint speeds of 1e200) wo
 ``solve_ivp`` shrinking its step for minutes, freezing the node."""
 
 EULER, SEMI_IMPLICIT_EULER, RK4 = 0, 1, 2
+DERIVATIVE = 3  # not a step: the right-hand side dx/dt = (qd, a) alone, which the adaptive integrator integrates
 OK, BAD_COMMAND, NON_FINITE = -1, -2, -3  # what a compiled step returns besides a singular joint's index
 
 #: integrator name -> (code of the compiled step, the instants of the step, as fractions of ``h``,
@@ -175,12 +176,10 @@ def _limit_correction(L, q, qd, free, lower, upper, omega):
     out = np.zeros(n)
     if count == 0:
         return out
-    columns = np.zeros((n, count))  # columns A of M^-1, by substitution (never an inverse)
+    columns = np.zeros((count, n))  # columns A of M^-1 (one per row here), by substitution (never an inverse)
     for k in range(count):
-        column = np.zeros(n)
-        column[joints[k]] = 1.0
-        cholesky_substitute(L, column)
-        columns[:, k] = column
+        columns[k, joints[k]] = 1.0
+        cholesky_substitute(L, columns[k])
     active = np.ones(count, dtype=np.bool_)
     for _ in range(count):
         rows = np.flatnonzero(active)
@@ -190,7 +189,7 @@ def _limit_correction(L, q, qd, free, lower, upper, omega):
         for a in range(m):
             rhs[a] = target[rows[a]] - free[joints[rows[a]]]
             for b in range(m):
-                W[a, b] = columns[joints[rows[a]], rows[b]]
+                W[a, b] = columns[rows[b], joints[rows[a]]]
         if cholesky_solve(W, rhs) >= 0:  # (M^-1)_AA is positive definite: only a non-finite state gets here
             return out
         tau = rhs
@@ -202,7 +201,7 @@ def _limit_correction(L, q, qd, free, lower, upper, omega):
         if worst < 0:
             for a in range(m):
                 for r in range(n):
-                    out[r] += columns[r, rows[a]] * tau[a]
+                    out[r] += columns[rows[a], r] * tau[a]
             return out
         active[rows[worst]] = False  # a wall pushes, never pulls: release the worst puller
         if m == 1:
@@ -225,8 +224,10 @@ def _acceleration(physics, x, xd, command, workspace):
     if not elastic:
         return qdd, singular
     acceleration = np.empty(2 * n)
-    acceleration[:n] = qdd
-    acceleration[n:] = (command - motors[2] * xd[n:] - drive) / motors[1]  # J theta_dd = u - B_m theta_d - K (theta - q)
+    for i in range(n):  # element by element: a slice copy would compile numba's shape-mismatch message
+        acceleration[i] = qdd[i]
+        # J theta_dd = u - B_m theta_d - K (theta - q)
+        acceleration[n + i] = (command[i] - motors[2, i] * xd[n + i] - drive[i]) / motors[1, i]
     return acceleration, singular
 
 
@@ -265,14 +266,6 @@ def _new_workspace(topology, n):
     return workspace(nb), np.empty((nb, 10)), np.empty((nb, 12)), np.empty((n, n))
 
 
-@njit
-def _evaluate(physics, effort_limit, q, qd, command):
-    """:func:`_acceleration` of the saturated ``command``, from Python (the adaptive integrator,
-    :meth:`Simulator.acceleration`); ``(qdd, -1 or the singular joint)``."""
-    applied = np.minimum(np.maximum(command, -effort_limit), effort_limit)
-    return _acceleration(physics, q, qd, applied, _new_workspace(physics[0], physics[4].shape[0]))  # topology, damping
-
-
 # --------------------------------------------------------------------------- the integrators
 
 # Classical Runge-Kutta 4 on x = (q, qd), dx/dt = (qd, a(t, q, qd)), as its Butcher tableau: stage i
@@ -290,7 +283,9 @@ def _integrate(method, physics, commands, q, qd, h, workspace):
     - ``EULER`` (Lynch & Park §9.5): ``q+ = q + h qd``, ``qd+ = qd + h a(t, q, qd)``;
     - ``SEMI_IMPLICIT_EULER`` (symplectic): ``qd+ = qd + h a(t, q, qd)``, ``q+ = q + h qd+``;
     - ``RK4``: with ``k_i = (v_i, a_i)``: ``v1 = qd``, ``v2 = qd + h/2 a1``, ``v3 = qd + h/2 a2``,
-      ``v4 = qd + h a3``, ``a_i = a(t + c_i h, q + c_i h v_(i-1), v_i)``, ``x+ = x + h/6 (k1 + 2 k2 + 2 k3 + k4)``.
+      ``v4 = qd + h a3``, ``a_i = a(t + c_i h, q + c_i h v_(i-1), v_i)``, ``x+ = x + h/6 (k1 + 2 k2 + 2 k3 + k4)``;
+    - ``DERIVATIVE``: no step, ``(qd, a(t, q, qd), -1 or the singular joint)``: Euler's single stage,
+      ``k_1``, for the adaptive integrator (one compiled graph serves all four: half the compile time of two).
 
     ``commands`` holds the command at ``t``, ``t + h/2`` and ``t + h`` (or one row, held).
     """
@@ -307,6 +302,8 @@ def _integrate(method, physics, commands, q, qd, h, workspace):
         weight = RK4_WEIGHTS[i] if method == RK4 else 1.0
         q_rate += weight * v
         qd_rate += weight * a
+    if method == DERIVATIVE:
+        return q_rate, qd_rate, -1
     if method == SEMI_IMPLICIT_EULER:
         qd_next = qd + h * a
         return q + h * qd_next, qd_next, -1
@@ -315,13 +312,15 @@ def _integrate(method, physics, commands, q, qd, h, workspace):
 
 @njit
 def _step(method, physics, effort_limit, commands, q, qd, h, out):
-    """One step of integrator ``method`` (``EULER``, ``SEMI_IMPLICIT_EULER``, ``RK4``), all compiled.
+    """One step of integrator ``method`` (``EULER``, ``SEMI_IMPLICIT_EULER``, ``RK4``), all compiled,
+    or the state's derivative (``DERIVATIVE``, see :func:`_integrate`).
 
     ``commands``: the actuator command at the instants the stages need (``_COMPILED``), or one
     row held over the step, saturated at ``+-effort_limit``.  Writes ``out[0] = q+``,
-    ``out[1] = qd+``, ``out[2]`` = the applied (saturated) command at ``t``, and returns ``OK``,
-    ``BAD_COMMAND`` (a command is not finite), ``NON_FINITE`` (the new state is not) or the joint
-    at which the mass matrix is singular.  ``out`` is left alone unless ``OK``.
+    ``out[1] = qd+`` (``DERIVATIVE``: ``qd`` and ``a``), ``out[2]`` = the applied (saturated)
+    command at ``t``, and returns ``OK``, ``BAD_COMMAND`` (a command is not finite), ``NON_FINITE``
+    (the result is not) or the joint at which the mass matrix is singular.  ``out`` is left alone
+    unless ``OK``.
     """
     for value in commands.ravel():
         if not math.isfinite(value):
@@ -334,7 +333,8 @@ def _step(method, physics, effort_limit, commands, q, qd, h, out):
     for i in range(q.shape[0]):
         if not (math.isfinite(q_next[i]) and math.isfinite(qd_next[i])):
             return NON_FINITE
-    out[0], out[1] = q_next, qd_next
+    for i in range(q.shape[0]):  # element by element: a row copy would compile numba's shape-mismatch message
+        out[0, i], out[1, i] = q_next[i], qd_next[i]
     for i in range(applied.shape[1]):  # the command has nv values; an elastic state 2 nv
         out[2, i] = applied[0, i]
     return OK
@@ -501,9 +501,12 @@ class Simulator:
         if self._stiffness is not None:
             x = np.concatenate((x, self._vector(x if motor_q is None else motor_q, "motor_q")))
             xd = np.concatenate((xd, self._vector(xd if motor_qd is None else motor_qd, "motor_qd")))
-        acceleration, singular = _evaluate(physics, effort_limit, x, xd, self._vector(tau, "tau"))
-        if singular >= 0:
-            raise ValueError(self._singular(singular))
+        rates, status = self._derivative(physics, effort_limit, x, xd, self._vector(tau, "tau"))
+        acceleration = rates[x.shape[0]:]
+        if status == NON_FINITE:
+            raise ValueError(f"{self._model.name}: the acceleration is not finite at this state")
+        if status >= 0:
+            raise ValueError(self._singular(status))
         if self._stiffness is not None:
             return acceleration[:self._model.nv], acceleration[self._model.nv:]
         return acceleration
@@ -549,6 +552,14 @@ class Simulator:
             with_wrenches = Physics(*physics)._replace(wrench_bodies=bodies, wrench_points=points, wrench_values=values)
             self._wrench_cache = (contents, tuple(with_wrenches))
         return self._wrench_cache[1], effort_limit
+
+    def _derivative(self, physics, effort_limit, x, xd, command):
+        """``(rates, status)``: ``rates = (xd, a)``, the derivative of the state ``(x, xd)`` under ``command``
+        (saturated here), a new array, by the compiled step's ``DERIVATIVE``; its status is ``OK``,
+        ``NON_FINITE`` or the singular joint."""
+        out = np.empty((3, x.shape[0]))
+        status = _step(DERIVATIVE, physics, effort_limit, command.reshape(1, -1), x, xd, 0.0, out)
+        return out[:2].reshape(-1), status  # out[0] = xd and out[1] = a, contiguous
 
     def _singular(self, joint):
         return (f"the mass matrix is singular at joint {self._model.joint_names[joint]!r}: it moves no mass or "
@@ -611,23 +622,27 @@ class Simulator:
         def command(time):
             return self._vector(tau(time), "tau(t)") if callable(tau) else held
 
+        def unresolved(state):
+            return SimulationError(f"{name}: the adaptive integrator could not resolve the step at t = {t:.6f} s "
+                                   f"({evaluations} evaluations, {state}); the last finite state is kept")
+
         def f(time, x):
             nonlocal evaluations
             evaluations += 1
             finite = np.isfinite(x).all()
             if evaluations > ADAPTIVE_EVALUATIONS or not finite:
-                raise SimulationError(f"{name}: the adaptive integrator could not resolve the step at t = {t:.6f} s "
-                                      f"({evaluations} evaluations, state {'finite' if finite else 'non-finite'}); "
-                                      "the last finite state is kept")
+                raise unresolved(f"state {'finite' if finite else 'non-finite'}")
             try:
                 value = command(time)
             except ValueError as error:
                 raise _CommandError(str(error)) from None
-            qdd, singular = _evaluate(physics, effort_limit, x[:n], x[n:], value)
-            if singular >= 0:
-                raise SimulationError(f"{name}: {self._singular(singular)} at t = {time:.6f} s; "
+            rates, status = self._derivative(physics, effort_limit, x[:n], x[n:], value)
+            if status == NON_FINITE:
+                raise unresolved("acceleration non-finite")
+            if status >= 0:
+                raise SimulationError(f"{name}: {self._singular(status)} at t = {time:.6f} s; "
                                       "the last finite state is kept")
-            return np.concatenate((x[n:], qdd))
+            return rates
 
         held = None if callable(tau) else self._vector(tau, "tau")
         applied = np.clip(command(t), -effort_limit, effort_limit)

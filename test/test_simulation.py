@@ -297,6 +297,15 @@ def test_acceleration_is_the_public_forward_dynamics_with_every_force():
                                rd.forward_dynamics(model, q, qd, joint, external_wrenches=wrench), rtol=1e-12, atol=1e-9)
 
 
+def test_acceleration_that_overflows_raises_instead_of_returning_inf():
+    model = rd.load_urdf(rd.examples.TWO_LINK_URDF)
+    sim = Simulator(model)
+    assert np.isfinite(sim.acceleration([0.1, 0.1], [1e100, 1e100], [0.0, 0.0])).all()  # large, still finite
+    with pytest.raises(ValueError, match="acceleration is not finite"):
+        with np.errstate(all="ignore"):
+            sim.acceleration([0.1, 0.1], [1e200, 1e200], [0.0, 0.0])  # qd^2 overflows
+
+
 def test_settings_and_wrenches_changed_between_steps_take_effect():
     """The simulator caches what a step needs; a switch flipped, or a wrench dict changed in place
     (as the node does), between two steps is seen by the next one."""
