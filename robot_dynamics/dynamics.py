@@ -225,13 +225,17 @@ def _coriolis(topology, bodies, q, qd):
             store(screw_rates, i, 3, rate_u)
             mass, mc, Ibar = inertia(bodies, i, MASS)
             mc, Ibar = inertia_to_parent(mass, mc, Ibar, R, p)
-            composite[i] = spatial_inertia_matrix(mass, mc, Ibar)
-            composite_b[i] = force_cross_matrix(omega, v) @ composite[i]
+            I = spatial_inertia_matrix(mass, mc, Ibar)
+            B = force_cross_matrix(omega, v) @ I
+            for r in range(6):  # element by element: a slice copy would compile numba's shape-mismatch message (~2 s)
+                for c in range(6):
+                    composite[i, r, c], composite_b[i, r, c] = I[r, c], B[r, c]
         for i in range(nb - 1, -1, -1):
             parent = topology[i, PARENT]
-            if parent >= 0:
-                composite[parent] += composite[i]
-                composite_b[parent] += composite_b[i]
+            if parent >= 0:  # added through views: `composite[parent] += ...` is a slice copy too
+                I_parent, B_parent = composite[parent], composite_b[parent]
+                I_parent += composite[i]
+                B_parent += composite_b[i]
         for i in range(nb):
             column_i = composite[i] @ screw_rates[i] + composite_b[i] @ screws[i]
             j = i
