@@ -20,7 +20,8 @@ PARTS = ("dynamics_node", "library", "simulator")
 """What :func:`warm_up` can compile: ``dynamics_node`` (gravity, bias forces, mass matrix: what the
 dynamics node calls), ``library`` (the rest of the public functions: inverse and forward dynamics with
 wrenches, Coriolis matrix, poses, Jacobians, energies), ``simulator`` (:class:`Simulator` steps with
-every integrator: what the simulator node calls; :meth:`Simulator.energy` is in ``library``)."""
+every integrator, and the gravity torques with which it checks a new model: what the simulator node
+calls; :meth:`Simulator.energy` is in ``library``)."""
 
 
 def warm_up(*parts):
@@ -54,6 +55,7 @@ def warm_up(*parts):
         kinetic_energy(arm, q, qd)  # also Simulator.energy's
         potential_energy(arm, q)
     if "simulator" in parts:
+        gravity_torques(arm, q)  # the node's check of a model (nodes.safety.check_outputs_finite)
         for integrator in INTEGRATORS:
             # the shoulder starts beyond its limit (3.14 rad), so the limit response is compiled too
             sim = Simulator(arm, [3.2, 0.0], qd, integrator=integrator, apply_damping=True, apply_friction=True)
