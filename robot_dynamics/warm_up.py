@@ -1,8 +1,8 @@
 """Compile the kernels before a control loop starts, not inside its first cycles.
 
 numba compiles a kernel on its first call and keeps it in its on-disk cache: the first start after
-installing compiles (measured on 2 free cores: all parts, or the simulator's, about 16 s of one core; the dynamics
-node's part alone about 10 s), later starts load the cache in about 1 s.  A node that left this to its first messages
+installing compiles (one core: all parts about 17 s, the simulator's part about 12 s, the dynamics node's about
+7 s, measured as the compiling process's CPU time), later starts load the cache in about 1 s.  A node that left this to its first messages
 would miss its first control cycles (and a Ctrl-C arriving meanwhile would wait for the compiler),
 so the nodes call :func:`warm_up` once at start-up, for the parts they use.
 """

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 __all__ = ["MAX_URDF_BYTES", "dynamics_node", "help_text", "main", "simulator_node", "trajectory_publisher"]
 
 MAX_URDF_BYTES = 16 * 1024 * 1024  # a URDF larger than this is refused (the biggest real ones are ~1 MB)
-#: what a start with numba's cache empty takes on 2 free cores (measured: dynamics node 10 s,
-#: simulator 17 s; see docs/dynamics_node.md)
-COLD_COMPILE = "10-17 s"
+#: what a start with numba's cache empty takes on 2 free cores (measured as the compiling process's CPU
+#: time, one core: dynamics node 7 s, simulator 12 s; see docs/dynamics_node.md)
+COLD_COMPILE = "7-12 s"
 
 
 @dataclass(frozen=True)
