@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from .kernels import (
-    POSE_COLUMNS, ZERO3, add_joint_pair, as_states, check_motion, composite_rigid_body, external_torques, finite,
+    POSE_COLUMNS, ZERO3, add_joint_pair, as_states, composite_rigid_body, external_torques, finite,
     forward_state, inertia, jacobian_column, joint_poses, joint_rate, matching, newton_euler, pose, store,
     unbatch, vec, workspace, world_poses,
 )
@@ -40,7 +40,12 @@ def _inverse(topology, bodies, gravity, armature, q, qd, qdd):
     scratch = workspace(topology.shape[0])
     tau = np.empty((count, n))
     for k in range(count):
-        check_motion(q, qd, qdd, k)
+        if not finite(q, k):
+            raise ValueError("q contains NaN or inf")
+        if not finite(qd, k):
+            raise ValueError("qd contains NaN or inf")
+        if not finite(qdd, k):
+            raise ValueError("qdd contains NaN or inf")
         newton_euler(topology, bodies, gravity, q, qd, qdd, k, scratch, tau[k])
         if qdd.shape[0] > 0:
             for c in range(n):

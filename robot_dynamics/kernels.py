@@ -101,17 +101,6 @@ def finite(x, k):
     return True
 
 
-@njit
-def check_motion(q, qd, qdd, k):
-    """Raise ValueError naming ``q``, ``qd`` or ``qdd`` if its state ``k`` is not all finite."""
-    if not finite(q, k):
-        raise ValueError("q contains NaN or inf")
-    if not finite(qd, k):
-        raise ValueError("qd contains NaN or inf")
-    if not finite(qdd, k):
-        raise ValueError("qdd contains NaN or inf")
-
-
 # ----------------------------------------------------------------------------- coordinates -> joints
 
 # The hot loops call these for every body or pair of bodies.  Inlined, and with a branch for

@@ -10,7 +10,7 @@ import numba
 import numpy as np
 
 from .kernels import (
-    add_joint_force, as_states, check_motion, matching, newton_euler, pose, screw, unbatch, vec, workspace,
+    add_joint_force, as_states, finite, matching, newton_euler, pose, screw, unbatch, vec, workspace,
 )
 from .model import INERTIAL_PARAMETERS, PARENT
 from .spatial import body_force, dot, force_to_parent
@@ -37,7 +37,12 @@ def _regressor(topology, bodies, gravity, q, qd, qdd):
     tau = np.empty(n)
     Y = np.zeros((count, n, PARAMETERS_PER_BODY * nb + n))
     for k in range(count):
-        check_motion(q, qd, qdd, k)
+        if not finite(q, k):
+            raise ValueError("q contains NaN or inf")
+        if not finite(qd, k):
+            raise ValueError("qd contains NaN or inf")
+        if not finite(qdd, k):
+            raise ValueError("qdd contains NaN or inf")
         # its forward loop leaves T_{parent,i}, V_i and Vdot_i (the torques it computes are unused)
         newton_euler(topology, bodies, gravity, q, qd, qdd, k, scratch, tau)
         poses, twists, accelerations = scratch[0], scratch[1], scratch[2]
