@@ -16,7 +16,7 @@ from robot_dynamics.identification import (
 from robot_dynamics.identification import excitation as ex
 from robot_dynamics.identification.identify import _joint_sigma, _joint_triangles, _triangle, full_problem, structural_base
 from robot_dynamics.identification.parameters import (
-    base_columns, is_physically_consistent, log_cholesky_jacobian, log_cholesky_of_parameters, mass_com_inertia,
+    base_columns, condition_number, is_physically_consistent, log_cholesky_jacobian, log_cholesky_of_parameters, mass_com_inertia,
     parameters_of_log_cholesky, pseudo_inertia,
 )
 from robot_dynamics.identification.report import identified_urdf, payload_yaml
@@ -144,6 +144,28 @@ def test_excitation_optimisation_lowers_the_condition_number(planar):
     start = design_excitation(planar, period=5.0, iterations=0)
     optimised = design_excitation(planar, period=5.0, iterations=10)
     assert ex.regressor_condition(planar, optimised, independent) < ex.regressor_condition(planar, start, independent)
+
+
+def test_excitation_cost_gradient_matches_central_differences(planar):
+    """The design's chain-rule gradient of log cond (SVD, regressor, states) against central
+    differences of the cost, on the planar arm with its rotors' columns."""
+    limits = ex.joint_limits(planar)
+    rotors = ex.estimated_armature(planar, every_joint=True)
+    random = ex.random_states(planar, 40)
+    independent = base_columns(ex.identified_regressor(planar, *random, rotors))[0]
+    _, cost, cost_and_gradient = ex._design_problem(planar, 5.0, limits, 0.9, independent, rotors)
+    x = np.random.default_rng(5).normal(size=2 * planar.nv * 3)
+    value, gradient = cost_and_gradient(x)
+    h = 1e-6
+    central = [(cost(x + h * e) - cost(x - h * e)) / (2 * h) for e in np.eye(len(x))]
+    assert value == pytest.approx(cost(x), rel=1e-12)
+    np.testing.assert_allclose(gradient, central, atol=1e-5 * np.abs(central).max())
+    A = ex.identified_regressor(planar, *random, rotors)[:, independent]
+    log_condition, dA = ex._log_condition_and_gradient(A)
+    dA_random = np.random.default_rng(6).normal(size=A.shape)
+    assert log_condition == pytest.approx(np.log(condition_number(A)))
+    assert np.sum(dA * dA_random) == pytest.approx(
+        (np.log(condition_number(A + h * dA_random)) - np.log(condition_number(A - h * dA_random))) / (2 * h), rel=1e-5)
 
 
 def test_excitation_limits_are_overridable_and_checked(planar):

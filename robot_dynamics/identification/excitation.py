@@ -10,8 +10,9 @@ periodic in ``T``, so a recording of whole periods can be averaged and filtered 
 end effects.  It starts and ends at rest: ``qd(0) = sum_l a_jl = 0`` and ``qdd(0) = w sum_l l
 b_jl = 0``, imposed by solving for ``a_j1`` and ``b_j1``.  The free coefficients are chosen to
 minimise the condition number of the stacked base regressor (see :mod:`.parameters`) over one
-period; each joint's amplitude is then scaled to the largest that keeps it inside its
-position, velocity and acceleration limits (times ``margin``), with ``q0`` centring its range.
+period (L-BFGS-B on its logarithm, the gradient by the chain rule through the SVD: see
+:func:`_design_problem`); each joint's amplitude is scaled to the largest that keeps it inside
+its position, velocity and acceleration limits (times ``margin``), with ``q0`` centring its range.
 """
 
 import csv
@@ -35,6 +36,7 @@ SAMPLES_PER_PERIOD = 60          # states at which the condition number is evalu
 RANDOM_STARTS = 8                # the best of these starts the optimisation
 LIMIT_SAMPLES = 4000             # states per period at which the limits are checked
 DESIGN_ITERATIONS = 10
+STEP = 1e-6                      # forward differences of the regressor in a state and of the states in a coefficient
 
 
 class ExcitationError(ValueError):
@@ -138,7 +140,65 @@ def random_states(model, count, seed=0):
     return uniform(lower, upper), uniform(-speed, speed), uniform(-accel, accel)
 
 
-# BLAS on one thread (as identify): a thousand small SVDs lose up to 10x to a second thread on a busy machine
+def _log_condition_and_gradient(A):
+    """``log cond(A)`` (:func:`.parameters.condition_number`, columns scaled to unit length) and
+    its derivative with respect to ``A``: with ``B = A / |A_c|`` per column ``c`` and ``B = U S V^T``,
+    ``d log(s_1 / s_k) = u_1^T dB v_1 / s_1 - u_k^T dB v_k / s_k`` and ``dB_c = (I - B_c B_c^T) dA_c / |A_c|``."""
+    norms = np.linalg.norm(A, axis=0)
+    B = A / norms
+    U, singular, Vt = np.linalg.svd(B, full_matrices=False)
+    G = np.outer(U[:, 0], Vt[0]) / singular[0] - np.outer(U[:, -1], Vt[-1]) / singular[-1]
+    return np.log(singular[0] / singular[-1]), (G - B * np.sum(B * G, axis=0)) / norms
+
+
+def _design_problem(model, period, limits, margin, independent, rotors):
+    """(excitation, cost, cost_and_gradient) of the free coefficients ``x`` (:func:`design_excitation`).
+
+    The gradient by the chain rule, in place of finite differences of the cost in each of the
+    2 n (L - 1) coefficients: the SVD's derivative (:func:`_log_condition_and_gradient`), the
+    regressor's derivative with respect to each joint's position, velocity and acceleration (one
+    regressor per joint and quantity: a sample's rows depend on its own state alone), and the
+    states' derivative with respect to the coefficients (2 (L - 1) evaluations: a joint's states
+    depend on its own coefficients alone, so one coefficient of every joint moves at once)."""
+    n = model.nv
+    grid = np.linspace(0, period, SAMPLES_PER_PERIOD, endpoint=False)
+
+    def excitation(x):
+        half = len(x) // 2
+        a, b = _at_rest(x[:half].reshape(n, -1), x[half:].reshape(n, -1))
+        q0, a, b = _within_limits((a, b), period, limits, margin)
+        return FourierExcitation(tuple(model.joint_names), float(period), q0, a, b)
+
+    def base(states):
+        return identified_regressor(model, *states, rotors)[:, independent]
+
+    def cost(x):
+        return np.log(regressor_condition(model, excitation(x), independent, rotors=rotors))
+
+    def cost_and_gradient(x):
+        states = np.array(excitation(x)(grid))  # (3, samples, n): q, qd, qdd
+        A = base(states)
+        value, dA = _log_condition_and_gradient(A)
+        d_states = np.empty_like(states)
+        for quantity in range(3):
+            for j in range(n):
+                moved = states.copy()
+                moved[quantity, :, j] += STEP
+                d_states[quantity, :, j] = np.sum((dA * (base(moved) - A)).reshape(len(grid), -1), axis=1) / STEP
+        gradient = np.empty_like(x)
+        per_joint = len(x) // (2 * n)
+        for first in range(0, len(x), per_joint * n):
+            for k in range(per_joint):
+                moved = first + np.arange(n) * per_joint + k  # coefficient k of every joint
+                shifted = x.copy()
+                shifted[moved] += STEP
+                gradient[moved] = np.sum((np.array(excitation(shifted)(grid)) - states) / STEP * d_states, axis=(0, 1))
+        return value, gradient
+
+    return excitation, cost, cost_and_gradient
+
+
+# BLAS on one thread (as identify): its small SVDs and products lose up to 10x to a second thread on a busy machine
 @threadpool_limits.wrap(limits=1, user_api="blas")
 def design_excitation(model, period=DEFAULT_PERIOD, harmonics=DEFAULT_HARMONICS, margin=DEFAULT_MARGIN,
                       velocity_limits=None, acceleration_limits=None, seed=0, iterations=DESIGN_ITERATIONS,
@@ -154,19 +214,11 @@ def design_excitation(model, period=DEFAULT_PERIOD, harmonics=DEFAULT_HARMONICS,
     rotors = estimated_armature(model, armature)
     independent, _, _ = base_columns(identified_regressor(model, *random_states(model, 20 * len(model.body_joints), seed),
                                                           rotors))
-
-    def excitation(x):
-        a, b = _at_rest(x[: n * free].reshape(n, free), x[n * free:].reshape(n, free))
-        q0, a, b = _within_limits((a, b), period, limits, margin)
-        return FourierExcitation(tuple(model.joint_names), float(period), q0, a, b)
-
-    def cost(x):
-        return np.log(regressor_condition(model, excitation(x), independent, rotors=rotors))
-
+    excitation, cost, cost_and_gradient = _design_problem(model, period, limits, margin, independent, rotors)
     rng = np.random.default_rng(seed)
     starts = [rng.normal(size=2 * n * free) for _ in range(RANDOM_STARTS)]
     best = min(starts, key=cost)
-    result = scipy.optimize.minimize(cost, best, method="L-BFGS-B", options={"maxiter": iterations})
+    result = scipy.optimize.minimize(cost_and_gradient, best, jac=True, method="L-BFGS-B", options={"maxiter": iterations})
     return excitation(result.x)
 
 
