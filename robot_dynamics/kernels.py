@@ -235,8 +235,8 @@ def newton_euler(topology, bodies, gravity, q, qd, qdd, k, scratch, tau):
     ``V_0 = 0, Vdot_0 = (0, -g)``: gravity enters once, as a fictitious base acceleration.
     Backward, from the leaves: ``F_i = G_i Vdot_i - ad_{V_i}^T G_i V_i + sum_children Ad^T F_child``
     (9.56) and ``tau_i = A_i^T F_i`` (9.57).  The joints' ``q_i, qd_i, qdd_i`` are ``E q + o``,
-    ``E qd``, ``E qdd`` and ``tau = E^T tau_joints``.  ``qd``/``qdd`` may have no rows (``x[:0]``, a view
-    of the same type, so one compiled version serves): zero.
+    ``E qd``, ``E qdd`` and ``tau = E^T tau_joints``.  ``qd``/``qdd`` may have no rows: zero (``x[:0]``, a
+    view of the same type, shares one compiled version; gravity passes a constant instead, see ``dynamics.py``).
     ``scratch`` is a :func:`workspace`; ``T_{parent,i}``, ``V_i`` and ``Vdot_i`` are left in it.
     """
     poses, twists, accelerations, wrenches, joints = scratch
