@@ -37,7 +37,7 @@ print(json.dumps(compiled))
 PER_OFFSET = {"vec", "store", "rotation", "inertia"}
 # Compiled twice on purpose: gravity's Newton-Euler knows that qd and qdd are empty (a constant,
 # dynamics._NONE), which makes the dynamics node's 1 kHz gravity call faster.
-TWICE = {"_inverse", "check_motion", "finite", "newton_euler"}
+TWICE = {"_inverse", "finite", "newton_euler"}
 
 
 def compiled(parts, cache):
