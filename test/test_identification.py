@@ -168,6 +168,26 @@ def test_excitation_cost_gradient_matches_central_differences(planar):
         (np.log(condition_number(A + h * dA_random)) - np.log(condition_number(A - h * dA_random))) / (2 * h), rel=1e-5)
 
 
+def test_a_range_bound_joint_plays_its_series_faster_within_its_limits():
+    """The gripper finger (4 cm, 0.2 m/s) at the arm's pace would use an eighth of its speed; it plays
+    its harmonics twice as fast (1 Hz at most), the same positions, still within every limit."""
+    arm = rd.load_urdf(bundled_urdf("arm7_gripper"))
+    e = design_excitation(arm, iterations=0)
+    t = np.linspace(0, e.period, 20001)
+    q, qd, qdd = e(t)
+    lower, upper, speed, accel = ex.joint_limits(arm)
+    margin = ex.DEFAULT_MARGIN * (1 + 1e-5)
+    assert np.all(q >= lower - 1e-9) and np.all(q <= upper + 1e-9)
+    assert np.all(np.abs(qd) <= margin * speed) and np.all(np.abs(qdd) <= margin * accel)
+    for values in e(0.0)[1:] + e(e.period)[1:]:
+        np.testing.assert_allclose(values, 0, atol=1e-12)
+    harmonics = [list(np.flatnonzero(e.a[j] ** 2 + e.b[j] ** 2) + 1) for j in range(arm.nv)]
+    assert harmonics[:7] == [[1, 2, 3, 4, 5]] * 7 and harmonics[7] == [2, 4, 6, 8, 10]
+    assert harmonics[7][-1] / e.period == ex.FASTEST_HARMONIC
+    assert np.abs(qd[:, 7]).max() > 0.3 * speed[7]
+    np.testing.assert_allclose(q[:, 7].max() - q[:, 7].min(), ex.DEFAULT_MARGIN * (upper[7] - lower[7]), rtol=1e-3)
+
+
 def test_excitation_limits_are_overridable_and_checked(planar):
     slow = design_excitation(planar, period=5.0, iterations=0, velocity_limits={"theta1": 0.2})
     assert np.abs(slow(np.linspace(0, 5, 2000))[1][:, 0]).max() <= 0.2 * ex.DEFAULT_MARGIN * (1 + 1e-5)

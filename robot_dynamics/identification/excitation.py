@@ -13,6 +13,15 @@ minimise the condition number of the stacked base regressor (see :mod:`.paramete
 period (L-BFGS-B on its logarithm, the gradient by the chain rule through the SVD: see
 :func:`_design_problem`); each joint's amplitude is scaled to the largest that keeps it inside
 its position, velocity and acceleration limits (times ``margin``), with ``q0`` centring its range.
+
+A joint whose range binds first (a gripper finger: centimetres, at a speed limit that crosses
+them in a fraction of a second) would use a small part of its speed: its velocity would stay
+within a few ``eps`` of the smoothed Coulomb friction ``f tanh(qd / eps)``, where the friction
+is steepest and the velocity sensor's noise passes into the friction's regressor column.  Such a
+joint plays its series ``k`` times faster (harmonics ``k l``, an integer ``k`` so that the whole
+stays periodic in ``T``): the same positions, ``k`` times the velocity and ``k^2`` the
+acceleration, with ``k`` the largest the limits allow, its fastest harmonic at most
+``FASTEST_HARMONIC``.
 """
 
 import csv
@@ -37,6 +46,8 @@ RANDOM_STARTS = 8                # the best of these starts the optimisation
 LIMIT_SAMPLES = 4000             # states per period at which the limits are checked
 DESIGN_ITERATIONS = 10
 STEP = 1e-6                      # forward differences of the regressor in a state and of the states in a coefficient
+FASTEST_HARMONIC = 1.0           # Hz: a range-bound joint's speed-up stops there (docs/identification.md:
+                                 # faster, a light joint's loop tracks worse and its friction holds it longer)
 
 
 class ExcitationError(ValueError):
@@ -91,17 +102,26 @@ def joint_limits(model, velocity=None, acceleration=None):
 
 
 def _within_limits(shape, period, limits, margin):
-    """The excitation of unit-amplitude coefficients ``shape`` = (a, b), scaled per joint into the limits."""
+    """The excitation of unit-amplitude coefficients ``shape`` = (a, b), scaled per joint into the
+    limits, each range-bound joint sped up (module docstring)."""
     a, b = shape
     lower, upper, speed, accel = limits
     unit = FourierExcitation((), period, np.zeros(len(lower)), a, b)
     q, qd, qdd = unit(np.linspace(0, period, LIMIT_SAMPLES, endpoint=False))
     span = q.max(axis=0) - q.min(axis=0)
-    scale = margin * np.min([(upper - lower) / np.maximum(span, 1e-12),
-                             speed / np.maximum(np.abs(qd).max(axis=0), 1e-12),
-                             accel / np.maximum(np.abs(qdd).max(axis=0), 1e-12)], axis=0)
+    peak_speed, peak_accel = np.maximum(np.abs(qd).max(axis=0), 1e-12), np.maximum(np.abs(qdd).max(axis=0), 1e-12)
+    scale = margin * np.min([(upper - lower) / np.maximum(span, 1e-12), speed / peak_speed, accel / peak_accel], axis=0)
     q0 = (lower + upper) / 2 - scale * (q.max(axis=0) + q.min(axis=0)) / 2
-    return q0, a * scale[:, None], b * scale[:, None]
+    # k times faster: k times the velocity and k^2 times the acceleration of the scaled series
+    harmonics = a.shape[1]
+    room = np.minimum(margin * speed / (scale * peak_speed), np.sqrt(margin * accel / (scale * peak_accel)))
+    speedup = np.clip(np.floor(room * (1 + 1e-9)), 1, max(1, int(FASTEST_HARMONIC * period / harmonics))).astype(int)
+    # harmonic l of joint j becomes harmonic k_j l, its coefficient k_j times larger: the same q
+    fast_a, fast_b = np.zeros((len(speedup), speedup.max() * harmonics)), np.zeros((len(speedup), speedup.max() * harmonics))
+    for j, k in enumerate(speedup):
+        fast_a[j, k - 1:k * harmonics:k] = k * scale[j] * a[j]
+        fast_b[j, k - 1:k * harmonics:k] = k * scale[j] * b[j]
+    return q0, fast_a, fast_b
 
 
 def estimated_armature(model, every_joint=False):
