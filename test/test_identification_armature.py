@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.identification import design_excitation, identify, write_csv
+from robot_dynamics.identification import design_excitation, identify, read_trajectory_csv, write_csv
 from robot_dynamics.identification.excitation import identified_regressor, random_states
 from robot_dynamics.identification.identify import full_problem, rms, structural_base
 from robot_dynamics.identification.parameters import base_parameter_names
@@ -215,3 +215,7 @@ def test_cli_identify_armature(tmp_path, geared_run):
     assert np.all(rd.load_urdf(tmp_path / "out" / "identified.urdf").armature > 0)
     done = _cli("identify", "run.csv", "--urdf", "bare.urdf", "--armature", "--payload", "forearm", cwd=tmp_path)
     assert done.returncode == 1 and done.stderr.count("\n") == 1 and "identify the robot (with --armature) first" in done.stderr
+    done = _cli("excite", "bare.urdf", "--duration", "5", "--period", "5", "--armature", "--output", "excitation.csv",
+                cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "condition number of the base regressor" in done.stdout and read_trajectory_csv(tmp_path / "excitation.csv").duration == 5
