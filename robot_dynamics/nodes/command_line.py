@@ -30,8 +30,8 @@ __all__ = ["MAX_URDF_BYTES", "dynamics_node", "help_text", "main", "simulator_no
 
 MAX_URDF_BYTES = 16 * 1024 * 1024  # a URDF larger than this is refused (the biggest real ones are ~1 MB)
 #: what a start with numba's cache empty takes on 2 free cores (measured as the compiling process's CPU
-#: time, one core: dynamics node 7 s, simulator 12 s; see docs/dynamics_node.md)
-COLD_COMPILE = "7-12 s"
+#: time, one core: dynamics node 9 s, simulator 14 s; see docs/dynamics_node.md)
+COLD_COMPILE = "9-14 s"
 
 
 @dataclass(frozen=True)
