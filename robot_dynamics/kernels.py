@@ -279,7 +279,7 @@ def newton_euler(topology, bodies, gravity, q, qd, qdd, k, scratch, tau):
     for i in range(nb - 1, -1, -1):
         n, f = vec(wrenches, i, 0), vec(wrenches, i, 3)
         w, u = screw(bodies, i)
-        joints[i, 3] = dot(w, n) if topology[i, KIND] == REVOLUTE else dot(u, f)  # A_i^T F_i
+        joints[i, 3] = dot(w, n) + dot(u, f)  # A_i^T F_i, both halves: an overflowed force gives NaN, never 0
         parent = topology[i, PARENT]
         if parent >= 0:
             R, p = pose(poses, i)
