@@ -55,8 +55,16 @@ def _inverse(topology, bodies, gravity, armature, q, qd, qdd):
 
 @njit
 def _gravity(topology, bodies, gravity, q):
-    """``g(q) = ID(q, 0, 0)``; its own entry point because each argument costs ~0.1 us at the 1 kHz call."""
-    return _inverse(topology, bodies, gravity, gravity[:0], q, _NONE, _NONE)
+    """``g(q) = ID(q, 0, 0)``: :func:`kernels.newton_euler` on every state, without motion.  Its own
+    loop (not :func:`_inverse`'s) and its own entry point: the 1 kHz call is ~0.1 us faster for each."""
+    count, n = q.shape
+    scratch = workspace(topology.shape[0])
+    tau = np.empty((count, n))
+    for k in range(count):
+        if not finite(q, k):
+            raise ValueError("q contains NaN or inf")
+        newton_euler(topology, bodies, gravity, q, _NONE, _NONE, k, scratch, tau[k])
+    return tau
 
 
 @njit

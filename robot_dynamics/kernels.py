@@ -496,7 +496,9 @@ def as_states(model, value, name):
     Raises ValueError on a wrong length.  A single state already in the kernels' layout (the
     1 kHz case) takes the short path: no conversion, no copy.
     """
-    if type(value) is np.ndarray and value.dtype == FLOAT64 and value.shape == (model.nv,) and value.flags.c_contiguous:
+    # (numpy's float64 dtype is one object: ``is`` and ``ndim``/``len`` are the cheapest exact tests)
+    if (type(value) is np.ndarray and value.dtype is FLOAT64 and value.ndim == 1 and len(value) == model.nv
+            and value.flags.c_contiguous):
         return value[None], ()
     array = np.asarray(value, dtype=np.float64)
     shape = array.shape
