@@ -120,6 +120,15 @@ def test_base_parameters_reproduce_the_torques(planar):
 
 # ------------------------------------------------------------------------------------ excitation
 
+def assert_within_limits(model, q, qd, qdd):
+    """Positions within the range, speeds and accelerations within the design's margin of their
+    limits; returns the limits."""
+    lower, upper, speed, accel = ex.joint_limits(model)
+    margin = ex.DEFAULT_MARGIN * (1 + 1e-5)
+    assert np.all(q >= lower - 1e-9) and np.all(q <= upper + 1e-9)
+    assert np.all(np.abs(qd) <= margin * speed) and np.all(np.abs(qdd) <= margin * accel)
+    return lower, upper, speed, accel
+
 def test_excitation_starts_and_ends_at_rest_within_the_limits(planar, planar_excitation):
     e = planar_excitation
     for t in (0.0, e.period, 3 * e.period):
@@ -128,10 +137,7 @@ def test_excitation_starts_and_ends_at_rest_within_the_limits(planar, planar_exc
         np.testing.assert_allclose(qdd, 0, atol=1e-12)
     t = np.linspace(0, e.period, 5001)
     q, qd, qdd = e(t)
-    lower, upper, speed, accel = ex.joint_limits(planar)
-    margin = ex.DEFAULT_MARGIN * (1 + 1e-5)
-    assert np.all(q >= lower - 1e-9) and np.all(q <= upper + 1e-9)
-    assert np.all(np.abs(qd) <= margin * speed) and np.all(np.abs(qdd) <= margin * accel)
+    lower, upper, speed, accel = assert_within_limits(planar, q, qd, qdd)
     # the derivatives are those of q, and the trajectory uses its limits (one of them binds per joint)
     np.testing.assert_allclose(np.gradient(q, t, axis=0)[1:-1], qd[1:-1], atol=1e-4)
     np.testing.assert_allclose(np.gradient(qd, t, axis=0)[1:-1], qdd[1:-1], atol=1e-3)
@@ -175,10 +181,7 @@ def test_a_range_bound_joint_plays_its_series_faster_within_its_limits():
     e = design_excitation(arm, iterations=0)
     t = np.linspace(0, e.period, 20001)
     q, qd, qdd = e(t)
-    lower, upper, speed, accel = ex.joint_limits(arm)
-    margin = ex.DEFAULT_MARGIN * (1 + 1e-5)
-    assert np.all(q >= lower - 1e-9) and np.all(q <= upper + 1e-9)
-    assert np.all(np.abs(qd) <= margin * speed) and np.all(np.abs(qdd) <= margin * accel)
+    lower, upper, speed, accel = assert_within_limits(arm, q, qd, qdd)
     for values in e(0.0)[1:] + e(e.period)[1:]:
         np.testing.assert_allclose(values, 0, atol=1e-12)
     harmonics = [list(np.flatnonzero(e.a[j] ** 2 + e.b[j] ** 2) + 1) for j in range(arm.nv)]
