@@ -300,7 +300,7 @@ def test_the_soak_benchmark_prints_a_line_per_window():
 
 # --- a peer killed in the closed loop --------------------------------------------------------------
 @pytest.mark.realtime  # a closed loop over DDS
-def test_kill_9_of_the_controller_brakes_the_simulated_arm(harness, tmp_path):
+def test_kill_9_of_the_controller_brakes_the_simulated_arm(harness, diagnostics, tmp_path):
     """simulator_node (brake on a stale command, velocity limits) and dynamics_node (gravity
     command) close the loop; kill -9 of the dynamics node: the arm stops where it is instead of
     falling; a restarted dynamics node takes over again."""
@@ -318,6 +318,11 @@ def test_kill_9_of_the_controller_brakes_the_simulated_arm(harness, tmp_path):
     try:
         commands.wait_for(timeout=60.0, what="the controller's first effort_command")
         dyn.wait_log("loaded robot 'two_link'", timeout=30.0)
+        # the simulator takes the commands too (discovery runs each way on its own): only then can they go stale
+        diagnostics.wait_for(lambda a: any(
+            s.name == "/killed/robot_dynamics_simulator: simulation"
+            and any(kv.key == "never commanded" and kv.value == "[]" for kv in s.values) for s in a.status),
+            timeout=30.0, what="the simulator's diagnostics: every joint commanded")
         dyn.process.kill()
         dyn.process.wait(10.0)
         sim.wait_log("no effort command for ['shoulder', 'elbow']", timeout=10.0)
