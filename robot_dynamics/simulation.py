@@ -525,7 +525,7 @@ class Simulator:
             everywhere = np.full(n, np.inf)
             lower, upper = np.asarray(model.position_limits, dtype=float).T
             # Rigid joints: a motor turns with its joint, its damping adds to the joint's (Spong Ex. 6.1).
-            damping = model.damping if elastic else model.damping + model.motor_damping
+            damping = model.damping if elastic else model.viscous_damping
             physics = Physics(
                 *model._kernel_arrays,
                 armature=np.zeros(n) if elastic else np.array(model.armature),  # elastic: the rotors are the motors

@@ -179,7 +179,7 @@ class Problem:
             columns.append(_diagonal_columns(samples.qd))
             columns.append(_diagonal_columns(samples.coulomb))
         else:
-            known = known + viscous_damping(self.model) * samples.qd + self.model.friction * samples.coulomb
+            known = known + self.model.viscous_damping * samples.qd + self.model.friction * samples.coulomb
         return np.hstack(columns), known
 
     @property
@@ -195,12 +195,6 @@ class Problem:
     def inertial(self, x):
         """The regressor's parameters (10 nb + n,) for the unknowns ``x``."""
         return self.known + self.transform @ x[: self.inertial_unknowns]
-
-
-def viscous_damping(model):
-    """The viscous damping per coordinate: the joint's ``<dynamics damping>`` plus its motor's ``r^2 B_m``
-    (what the simulator applies, and what ``--friction`` identifies as one coefficient)."""
-    return model.damping + model.motor_damping
 
 
 def _diagonal_columns(values):
@@ -225,7 +219,7 @@ def full_problem(model, friction, armature=False, friction_velocity=DEFAULT_FRIC
     columns = identified_columns(model, rotors)
     names = tuple(f"{p} {model.body_joints[i]}" for i in range(nb) for p in PARAMETER_NAMES)
     names += tuple(f"armature {model.joint_names[c]}" for c in rotors)
-    prior = np.concatenate([theta[columns], viscous_damping(model), model.friction]) if friction else theta[columns]
+    prior = np.concatenate([theta[columns], model.viscous_damping, model.friction]) if friction else theta[columns]
     known = theta.copy()
     known[columns] = 0.0
     return Problem(model, nb, friction, np.eye(len(theta))[:, columns], known, prior,
@@ -253,7 +247,7 @@ def payload_transform(model, link):
 def payload_problem(model, link, friction, friction_velocity=DEFAULT_FRICTION_VELOCITY):
     """Only the payload on ``link`` (and friction) unknown; the robot's URDF is trusted."""
     T = payload_transform(model, link)
-    prior = np.concatenate([np.zeros(10), viscous_damping(model), model.friction]) if friction else np.zeros(10)
+    prior = np.concatenate([np.zeros(10), model.viscous_damping, model.friction]) if friction else np.zeros(10)
     names = tuple(f"{p} payload" for p in PARAMETER_NAMES)
     return Problem(model, 1, friction, T, rd.inertial_parameters(model), prior,
                    names + (_friction_names(model) if friction else ()), friction_velocity)
@@ -305,7 +299,7 @@ class Estimate:
         """(viscous damping, Coulomb friction) per joint; the URDF's without friction identification."""
         model = self.problem.model
         if not self.problem.friction:
-            return viscous_damping(model), np.array(model.friction)
+            return model.viscous_damping, np.array(model.friction)
         tail = self.x[self.problem.inertial_unknowns:]
         return tail[: model.nv], tail[model.nv:]
 
@@ -429,7 +423,7 @@ def validate(estimate, samples, label):
     """The identified model's and the input URDF's torque predictions against ``samples``."""
     problem = estimate.problem
     model, qd = problem.model, samples.qd
-    nominal = (rd.inverse_dynamics(model, samples.q, qd, samples.qdd) + viscous_damping(model) * qd
+    nominal = (rd.inverse_dynamics(model, samples.q, qd, samples.qdd) + model.viscous_damping * qd
                + model.friction * samples.coulomb)
     return Validation(label, samples, estimate.predict(samples), nominal)
 

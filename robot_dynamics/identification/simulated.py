@@ -37,7 +37,7 @@ def computed_torque(model, q, qd, desired, gains=DEFAULT_GAINS):
     kp, kd = gains
     tau = control.computed_torque(rd.mass_matrix(model, q), rd.bias_forces(model, q, qd), qdd_d,
                                   control.position_error(q_d, q), qd_d - qd, kp, kd)
-    return tau + control.friction_torques(model.damping, model.friction, FRICTION_VELOCITY, qd)
+    return tau + control.friction_torques(model.viscous_damping, model.friction, FRICTION_VELOCITY, qd)
 
 
 def record(robot, controller, trajectory, duration, rate=500.0, torque_noise=0.01, position_noise=1e-5, seed=0):

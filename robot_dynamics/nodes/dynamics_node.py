@@ -236,7 +236,7 @@ class DynamicsNode(RobotNode):
         with np.errstate(all="ignore"):  # (huge but finite desired inputs overflow: checked just below)
             tau = control.computed_torque(M, h, qdd_d, e, ed, plan.kp, plan.kd)
             if s.compensate_friction:
-                tau += control.friction_torques(plan.model.damping, plan.model.friction, s.friction_velocity, qd)
+                tau += control.friction_torques(plan.model.viscous_damping, plan.model.friction, s.friction_velocity, qd)
         if not self._finite("computed_torques", tau, now):
             return
         msg = self._msgs.computed

@@ -70,7 +70,8 @@ PARAMETERS = (
     Parameter("command_source", _D.command_source, "What effort_command carries: none | gravity | computed.",
               "string"),
     Parameter("compensate_friction", _D.compensate_friction, "Add the URDF friction damping*qd + "
-              "friction*tanh(qd/friction_velocity) to the computed torques.", "bool"),
+              "friction*tanh(qd/friction_velocity) to the computed torques (damping: the joint's and its "
+              "motor's r^2 B_m).", "bool"),
     Parameter("friction_velocity", _D.friction_velocity, "Velocity scale eps of the smoothed Coulomb friction "
               "tanh(qd/eps), rad/s or m/s.", "double", low=1e-6, high=10.0),
     Parameter("state_timeout", _D.state_timeout, "Maximum age of every joint's position (and velocity, "
