@@ -5,6 +5,10 @@ units; spatial vectors ``[angular; linear]``; ``model.gravity`` is the physical 
 acceleration (default ``(0, 0, -9.81)``) and the holding torque is ``+gravity_torques(q)``.
 """
 
+from .jit_cache import drop_stale_kernels
+
+drop_stale_kernels()  # before any kernel loads from numba's cache
+
 from . import examples
 from .elastic import elastic_energy, elastic_forward_dynamics, elastic_inverse_dynamics
 from .dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
