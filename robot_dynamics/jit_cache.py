@@ -41,8 +41,9 @@ def drop_stale_kernels() -> None:
     cache = cache_directory()
     if cache is None:
         return
-    stamp, fingerprint = cache / FINGERPRINT_FILE, source_fingerprint()
+    stamp = cache / FINGERPRINT_FILE
     try:
+        fingerprint = source_fingerprint()
         if stamp.is_file() and stamp.read_text() == fingerprint:
             return
         for name in COMPILED_MODULES:
