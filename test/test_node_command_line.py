@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -184,3 +185,34 @@ def test_exit_0_on_a_double_signal_at_start_up(delay, tmp_path):
     code = _ctrl_c_twice(proc, signal.SIGINT)
     assert code == 0, _log_text(log)
     assert "Traceback" not in _log_text(log)
+
+
+# the main thread stuck where a signal handler cannot end it (a lock that is never released, as a
+# middleware call that never returns)
+STUCK = """
+import signal, threading
+from robot_dynamics.nodes.runner import watch_the_stop
+signal.signal(signal.SIGINT, lambda signum, frame: None)
+watch_the_stop()
+print("stuck", flush=True)
+lock = threading.Lock()
+lock.acquire()
+lock.acquire()
+"""
+
+
+def test_a_process_stuck_after_the_stop_signal_ends_with_every_threads_stack():
+    from robot_dynamics.nodes.runner import STOP_GRACE
+
+    proc = subprocess.Popen([sys.executable, "-c", STUCK], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "stuck\n"
+        signalled = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=STOP_GRACE + 15.0)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, err
+    assert STOP_GRACE <= time.monotonic() - signalled < STOP_GRACE + 10.0
+    assert f"still running {STOP_GRACE:g} s after the stop signal" in err
+    assert 'File "<string>", line 9' in err  # the main thread's stack, at the second acquire

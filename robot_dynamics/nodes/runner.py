@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import os
 import signal
@@ -16,9 +17,12 @@ from rclpy.node import Node
 
 from robot_dynamics.warm_up import warm_up
 
-__all__ = ["exit_now_if_compiling", "run_node", "warm_up_kernels"]
+__all__ = ["exit_now_if_compiling", "run_node", "warm_up_kernels", "watch_the_stop"]
 
 COMPILER_THREAD = "robot_dynamics warm-up"
+#: s from SIGINT/SIGTERM to a forced exit when the node has not ended by then (launch escalates to
+#: SIGTERM after 5 s, then SIGKILL)
+STOP_GRACE = 3.0
 
 
 def exit_now_if_compiling(status: int) -> None:
@@ -59,6 +63,27 @@ def warm_up_kernels(node: Node, part: str) -> None:
         node.get_logger().info(f"compiled the dynamics kernels in {took:.1f} s (cached for the next start)")
 
 
+def watch_the_stop() -> None:
+    """From now on, a signal with a Python handler (SIGINT, SIGTERM) that has not ended the process
+    within :data:`STOP_GRACE` s ends it: where every thread was goes to stderr, then status 1. The
+    signal's number comes through Python's wakeup fd, written by the C-level handler even while the
+    main thread is stuck inside the middleware; a thread waits on it."""
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    signal.set_wakeup_fd(write_fd)
+    threading.Thread(target=_exit_when_stuck, args=(read_fd,), name="stop watchdog", daemon=True).start()
+
+
+def _exit_when_stuck(read_fd: int) -> None:
+    os.read(read_fd, 1)
+    time.sleep(STOP_GRACE)
+    print(f"[FATAL] still running {STOP_GRACE:g} s after the stop signal, exiting now; every thread's stack:",
+          file=sys.stderr, flush=True)
+    faulthandler.dump_traceback(sys.stderr, all_threads=True)
+    sys.stderr.flush()
+    os._exit(1)
+
+
 def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None, *, executor: str = "",
              **kwargs) -> int:
     """``rclpy.init(args)`` -> ``node_class(**kwargs)`` -> an executor spun with
@@ -77,7 +102,8 @@ def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None,
     KeyboardInterrupt, would raise inside whatever runs when the signal lands: inside a message
     conversion the EventsExecutor turns that into a RuntimeError and the process exits with a
     traceback), and while it shuts down they are ignored, so a second Ctrl-C cannot break the
-    clean exit.
+    clean exit. A node still running :data:`STOP_GRACE` s after the signal (stuck inside the
+    middleware) ends with status 1 and every thread's stack on stderr.
 
     ROS arguments that rcl refuses (a params file that is not valid YAML, a list of mixed types)
     end it with a FATAL line and status 2, the status of any other invalid parameter.
@@ -109,6 +135,7 @@ def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None,
             stop = []
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, lambda signum, _frame: stop.append(signum))
+            watch_the_stop()
             while context.ok() and not stop:
                 spinner.spin_once(timeout_sec=0.1)
         except (KeyboardInterrupt, ExternalShutdownException):
