@@ -17,7 +17,7 @@ from rclpy.node import Node
 
 from robot_dynamics.warm_up import warm_up
 
-__all__ = ["exit_now_if_compiling", "run_node", "warm_up_kernels", "watch_the_stop"]
+__all__ = ["exit_now_if_compiling", "run_node", "stop_handler", "warm_up_kernels"]
 
 COMPILER_THREAD = "robot_dynamics warm-up"
 #: s from SIGINT/SIGTERM to a forced exit when the node has not ended by then (launch escalates to
@@ -63,25 +63,16 @@ def warm_up_kernels(node: Node, part: str) -> None:
         node.get_logger().info(f"compiled the dynamics kernels in {took:.1f} s (cached for the next start)")
 
 
-def watch_the_stop() -> None:
-    """From now on, a signal with a Python handler (SIGINT, SIGTERM) that has not ended the process
-    within :data:`STOP_GRACE` s ends it: where every thread was goes to stderr, then status 1. The
-    signal's number comes through Python's wakeup fd, written by the C-level handler even while the
-    main thread is stuck inside the middleware; a thread waits on it."""
-    read_fd, write_fd = os.pipe()
-    os.set_blocking(write_fd, False)
-    signal.set_wakeup_fd(write_fd)
-    threading.Thread(target=_exit_when_stuck, args=(read_fd,), name="stop watchdog", daemon=True).start()
-
-
-def _exit_when_stuck(read_fd: int) -> None:
-    os.read(read_fd, 1)
-    time.sleep(STOP_GRACE)
-    print(f"[FATAL] still running {STOP_GRACE:g} s after the stop signal, exiting now; every thread's stack:",
-          file=sys.stderr, flush=True)
-    faulthandler.dump_traceback(sys.stderr, all_threads=True)
-    sys.stderr.flush()
-    os._exit(1)
+def stop_handler(stop: list) -> Callable:
+    """The SIGINT/SIGTERM handler while a node spins: it appends the signal to ``stop`` for the loop
+    to read, and gives the process :data:`STOP_GRACE` s from the first one on: should it still run
+    then (stuck inside the middleware, even holding the GIL), faulthandler's own thread writes every
+    thread's stack to stderr and ends it with status 1."""
+    def handler(signum, _frame):
+        if not stop:
+            faulthandler.dump_traceback_later(STOP_GRACE, exit=True)
+        stop.append(signum)
+    return handler
 
 
 def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None, *, executor: str = "",
@@ -134,8 +125,7 @@ def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None,
             spinner.add_node(node)
             stop = []
             for sig in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(sig, lambda signum, _frame: stop.append(signum))
-            watch_the_stop()
+                signal.signal(sig, stop_handler(stop))
             while context.ok() and not stop:
                 spinner.spin_once(timeout_sec=0.1)
         except (KeyboardInterrupt, ExternalShutdownException):
