@@ -172,9 +172,22 @@ def latest_error(run):
     return float(np.max(np.abs(np.asarray(q_desired) - q)))
 
 
+def controller_stalled(run):
+    """Whether computed_torques paused for longer than demo.STALL during, or in the second before,
+    the recording window (the host starved the controller; the arm fell meanwhile)."""
+    received = np.asarray(run.torques.received)
+    received = received[(received >= run.start - 1.0) & (received <= run.end)]
+    return len(received) > 1 and float(np.diff(received).max()) > demo.STALL
+
+
+# the simulator's line when the commands stop coming in time (simulated), whatever the reason
+COMMANDS_STALE = "no effort command for"
+
+
 def record_loop(probe, namespace, model, running, retried=False):
     """The metrics of demo.analyse (RMS tracking error, rates) over RECORD s of the launched loop,
-    and the recorded run. A recording spoilt by a stall of the host is repeated once."""
+    and the recorded run. A recording spoilt by a stall of the host (of the simulator or of the
+    controller) is repeated once."""
     deep = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
     run = demo.Run(label=model.name, joint_names=model.joint_names)
     recording = [True]  # the run is analysed once the callbacks stop adding to it
@@ -210,6 +223,7 @@ def record_loop(probe, namespace, model, running, retried=False):
             f"no computed_torques, joint_states and desired_state within {START_TIMEOUT} s:\n{running.output()}")
         time.sleep(0.05)
     time.sleep(1.5)  # the trajectory's smooth start (ramp_time 1 s) and the first transients
+    stale_episodes = running.output().count(COMMANDS_STALE)
     # A controller that came up after the simulator started (its kernels loading) first has to
     # catch up an arm that fell meanwhile, at saturated efforts: wait until it has. If it never
     # does, the bound below fails after SETTLE_TIMEOUT.
@@ -222,8 +236,11 @@ def record_loop(probe, namespace, model, running, retried=False):
     recording[0] = False
     time.sleep(0.1)  # a callback running now finishes
     metrics = demo.analyse(run, *demo.error_mask(model))
-    if metrics.stalls and metrics.rms_total >= TRACKING_BOUND and not retried:
-        # the host starved the simulator (joint states more than demo.STALL apart): measure again
+    starved = (metrics.stalls or controller_stalled(run)
+               or running.output().count(COMMANDS_STALE) > stale_episodes)
+    if starved and metrics.rms_total >= TRACKING_BOUND and not retried:
+        # the host starved the simulator (joint states more than demo.STALL apart) or the controller
+        # (computed torques as far apart, or the simulator went without commands meanwhile): measure again
         return record_loop(probe, namespace, model, running, retried=True)
     return metrics, run
 
