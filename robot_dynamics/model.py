@@ -167,7 +167,7 @@ class RobotModel:
         """Each coordinate's viscous damping with its motor turning with it (a rigid joint):
         ``damping + motor_damping``, the joint's ``B`` plus the motor's reflected ``r^2 B_m`` (Spong
         Ex. 6.1). What the simulator applies and what a drive must add to compensate."""
-        return self.damping + self.motor_damping
+        return read_only(self.damping + self.motor_damping)  # read-only like every array of the model
 
     def with_armature(self, armature, motor_damping=None):
         """The same robot with the reflected rotor inertia ``armature`` (``r^2 J_m``, Spong Ex. 6.1).

@@ -57,7 +57,7 @@ def warm_up(*parts):
     if "dynamics_node" in parts:
         bias_forces(arm, q, qd)
         mass_matrix(arm, q)
-        friction_torques(arm.damping, arm.friction, 0.01, qd)  # the dynamics node's compensate_friction
+        friction_torques(arm.viscous_damping, arm.friction, 0.01, qd)  # the dynamics node's compensate_friction
     if "library" in parts:
         inverse_dynamics(arm, q, qd, qd, external_wrenches=wrench)
         coriolis_matrix(arm, q, qd)

@@ -101,15 +101,19 @@ def test_demo_from_an_empty_numba_cache(tmp_path):
     """The first demo after installing: nothing compiled yet. The documented command (docs/cli.md),
     with numba's cache in an empty directory (NUMBA_CACHE_DIR replaces the __pycache__ folders for
     this process and the nodes it starts): the demo compiles the kernels once, says so, and the
-    nodes then start from that cache within the demo's start-up limit."""
+    nodes then start from that cache within the demo's start-up limit and compile nothing of their
+    own (numba's NUMBA_DEBUG_CACHE reports every kernel a node compiles and saves): a kernel the
+    warm-up missed would compile inside the control loop, seconds without commands."""
     pytest.importorskip("rclpy", reason="the demo needs ROS 2 (pip install .[ros])")
     pytest.importorskip("matplotlib", reason="the demo needs matplotlib")
     documented = "robot-dynamics demo --duration 2 --no-pd --robot planar_2r"
     assert documented in (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
     cache = tmp_path / "numba_cache"
     cache.mkdir()
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
-    command = _demo_command() + documented.split()[1:] + ["--domain-id", os.environ["ROS_DOMAIN_ID"]]
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), NUMBA_DEBUG_CACHE="1")
+    logs = tmp_path / "logs"
+    command = _demo_command() + documented.split()[1:] + ["--domain-id", os.environ["ROS_DOMAIN_ID"],
+                                                          "--log-dir", str(logs)]
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert "compiling the dynamics kernels" in done.stderr
@@ -117,6 +121,12 @@ def test_demo_from_an_empty_numba_cache(tmp_path):
     assert list(cache.rglob("*.nbi")), "nothing was compiled into the empty cache"
     assert "robot_dynamics demo: summary" in done.stdout and "model        planar_2r" in done.stdout
     assert (tmp_path / "out" / "robot_dynamics_demo.png").is_file()
+    node_logs = {path.name: path.read_text() for path in logs.rglob("*.log")}
+    assert {"dynamics_node.log", "simulator_node.log", "trajectory_publisher.log"} <= set(node_logs)
+    for name, text in node_logs.items():
+        assert "[cache] data loaded" in text or name == "trajectory_publisher.log", name
+        compiled_here = [line for line in text.splitlines() if line.startswith("[cache] data saved")]
+        assert not compiled_here, f"{name} compiled kernels the demo's warm-up had not: {compiled_here}"
     print(f"cold compile in the demo: {compiled:.1f} s")
 
 
