@@ -20,7 +20,7 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from robot_dynamics.robots import bundled_robot_names
 from robot_dynamics.tools.graph import COMMAND_SOURCES, config_file, simulation_graph
 from robot_dynamics.tools.launch_nodes import (
-    argument, boolean_argument, flag, launch_nodes, params_file, urdf_text,
+    argument, boolean_argument, compile_kernels, flag, launch_nodes, params_file, urdf_text,
 )
 
 #: launch argument -> (default file in config/, the node it configures)
@@ -35,6 +35,7 @@ def nodes(context):
         command_source=argument(context, "command_source"),
         compensate_friction=flag(context, "compensate_friction"),
         **{name: params_file(context, name) for name in PARAMS_FILES})
+    compile_kernels("dynamics_node", "simulator")  # once, here, rather than in two nodes at once
     return launch_nodes(graph, argument(context, "namespace"))
 
 

@@ -16,6 +16,8 @@ from numba.core.caching import FunctionCache
 #: the modules with compiled (``cache=True``) functions, all in this directory
 COMPILED_MODULES = ("control", "dynamics", "kernels", "kinematics", "regressor", "simulation", "spatial")
 FINGERPRINT_FILE = "robot_dynamics-sources.sha256"
+#: written by :func:`mark_compiled` once a warm-up part has compiled; dropped with the kernels
+COMPILED_STAMP = "robot_dynamics-compiled-{part}"
 
 
 def source_fingerprint() -> str:
@@ -49,9 +51,27 @@ def drop_stale_kernels() -> None:
         for name in COMPILED_MODULES:
             for path in cache.glob(f"{name}.*.nb[ic]"):
                 path.unlink(missing_ok=True)
+        for path in cache.glob(COMPILED_STAMP.format(part="*")):
+            path.unlink(missing_ok=True)
         partial = stamp.with_suffix(".partial")
         partial.write_text(fingerprint)
         partial.replace(stamp)
     except OSError as exc:
         warnings.warn(f"robot_dynamics: cannot check numba's cache in {cache} ({exc}); after an update, "
                       f"delete its {', '.join(COMPILED_MODULES)} files by hand", RuntimeWarning, stacklevel=2)
+
+
+def mark_compiled(part: str) -> None:
+    """Note in the cache that the kernels of warm-up part ``part`` are in it (nothing if it is not writable)."""
+    cache = cache_directory()
+    if cache is not None:
+        try:
+            (cache / COMPILED_STAMP.format(part=part)).touch()
+        except OSError:
+            pass
+
+
+def is_compiled(part: str) -> bool:
+    """Whether the cache holds the kernels of warm-up part ``part`` (compiled from these sources)."""
+    cache = cache_directory()
+    return cache is not None and (cache / COMPILED_STAMP.format(part=part)).is_file()

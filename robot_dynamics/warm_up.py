@@ -18,6 +18,7 @@ import sys
 import numpy as np
 
 from . import examples
+from .jit_cache import is_compiled, mark_compiled
 from .control import friction_torques
 from .dynamics import (
     _mass, bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix,
@@ -80,6 +81,18 @@ def warm_up(*parts):
                 helper.kill()
                 helper.wait()
         gravity_torques(arm, q)  # from the cache the helper filled (or compiled here if it failed)
+    for part in parts:
+        mark_compiled(part)
+
+
+def compiled(*parts):
+    """Whether numba's cache already holds the kernels of ``parts`` (default: all of :data:`PARTS`),
+    compiled from these sources by :func:`warm_up`; looks at one file per part, compiles nothing.
+
+    >>> warm_up("dynamics_node"); compiled("dynamics_node")
+    True
+    """
+    return all(is_compiled(part) for part in parts or PARTS)
 
 
 HELPER_TIMEOUT = 120.0

@@ -13,6 +13,7 @@ the end whatever happened, so a broken launch fails the test instead of hanging 
 """
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -278,6 +279,29 @@ def test_simulation_launch_on_the_simulators_clock(launch, probe):
     running = launch("simulation.launch.py", "use_sim_time:=true", f"namespace:={namespace}")
     metrics, _ = record_loop(probe, namespace, model, running)
     assert metrics.rms_total < TRACKING_BOUND, metrics.rms_total
+    assert_every_node_finished_cleanly(running, running.ctrl_c(),
+                                       ["simulator_node", "dynamics_node", "trajectory_publisher"])
+
+
+def test_the_first_simulation_launch_compiles_the_kernels_once_before_any_node_starts(launch, probe, tmp_path,
+                                                                                       monkeypatch):
+    """From an empty numba cache (the first launch after colcon build): the launch compiles the
+    kernels itself, before it starts a node; the nodes then compile nothing of their own (numba's
+    NUMBA_DEBUG_CACHE names every kernel a process compiles and saves) and close the loop."""
+    cache = tmp_path / "numba_cache"
+    cache.mkdir()
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(cache))  # for the launch and its nodes
+    monkeypatch.setenv("NUMBA_DEBUG_CACHE", "1")
+    model = rd.load_urdf("planar_2r")
+    namespace = f"/launch_cold_{uuid.uuid4().hex[:6]}"
+    running = launch("simulation.launch.py", "urdf:=planar_2r", f"namespace:={namespace}")
+    metrics, _ = record_loop(probe, namespace, model, running)
+    assert metrics.rms_total < TRACKING_BOUND, metrics.rms_total
+    output = running.output()
+    assert "compiling the dynamics kernels before starting the nodes" in output, output
+    assert output.index("dynamics kernels compiled in") < output.index("process started"), output
+    by_nodes = [line for line in output.splitlines() if re.match(r"\[\w+-\d+\] \[cache\] data saved", line)]
+    assert not by_nodes, f"nodes compiled kernels the launch had compiled: {by_nodes}"
     assert_every_node_finished_cleanly(running, running.ctrl_c(),
                                        ["simulator_node", "dynamics_node", "trajectory_publisher"])
 

@@ -29,9 +29,6 @@ from dataclasses import dataclass
 __all__ = ["MAX_URDF_BYTES", "dynamics_node", "help_text", "main", "simulator_node", "trajectory_publisher"]
 
 MAX_URDF_BYTES = 16 * 1024 * 1024  # a URDF larger than this is refused (the biggest real ones are ~1 MB)
-#: what a start with numba's cache empty takes on 2 free cores (measured as the compiling process's CPU
-#: time, one core: dynamics node 9 s, simulator 14 s; see docs/dynamics_node.md)
-COLD_COMPILE = "9-14 s"
 
 
 @dataclass(frozen=True)
@@ -43,21 +40,21 @@ class Executable:
     plan: str           # module with PARAMETERS, TOPICS (and SERVICES)
     node_name: str      # the default node name
     summary: str
-    kernels: bool       # compiles the dynamics kernels at start-up
+    cold_start: str     # how long compiling its dynamics kernels takes on 2 free cores ("": it has none)
 
 
 EXECUTABLES = {e.name: e for e in (
     Executable("dynamics_node", "robot_dynamics.nodes.dynamics_node:DynamicsNode",
                "robot_dynamics.nodes.dynamics_plan", "robot_dynamics",
                "Gravity, bias and computed torques and the mass matrix of the robot in robot_description, "
-               "for every joint_states message.", True),
+               "for every joint_states message.", "10-15 s"),
     Executable("simulator_node", "robot_dynamics.nodes.simulator_node:SimulatorNode",
                "robot_dynamics.nodes.simulator_plan", "robot_dynamics_simulator",
                "The forward dynamics of the robot in robot_description, integrated in (or faster than) real "
-               "time: effort commands in, joint_states out.", True),
+               "time: effort commands in, joint_states out.", "12-25 s"),
     Executable("trajectory_publisher", "robot_dynamics.nodes.trajectory_publisher:TrajectoryPublisher",
                "robot_dynamics.nodes.trajectory_plan", "trajectory_publisher",
-               "Smooth multi-joint sinusoids around a home pose, as desired_state for the dynamics node.", False),
+               "Smooth multi-joint sinusoids around a home pose, as desired_state for the dynamics node.", ""),
 )}
 
 
@@ -149,8 +146,8 @@ def main(name: str, args=None) -> int:
             print(f"{name}: --urdf: {exc}", file=sys.stderr)
             return 2
         overrides = [("robot_description", xml)]
-    doing = (f"loading the dynamics kernels (compiled on the first start after installing, {COLD_COMPILE} on 2 "
-             "cores; about 1 s after)" if executable.kernels else "loading ROS")
+    doing = (f"loading the dynamics kernels (compiled on the first start after installing, {executable.cold_start} "
+             "on 2 cores; about 1 s after)" if executable.cold_start else "loading ROS")
     print(f"[{name}] starting: {doing}", file=sys.stderr, flush=True)
 
     from rclpy.parameter import Parameter

@@ -124,14 +124,18 @@ class SimulatorNode(RobotNode):
         t = self._sim.t if self._sim is not None else 0.0  # time never runs backwards
         self._sim = Simulator(plan.model, plan.q0, plan.qd0, t=t, joint_stiffness=plan.stiffness or None)
         configure(self._sim, new)
+        if self._sim.t == 0.0:
+            self._epoch_ns = 0 if new.publish_clock else time.time_ns()
+        self._run_from_initial_state(plan)
+
+    def _run_from_initial_state(self, plan: Plan) -> None:
+        """No commands or wrenches yet, integration running, the initial state published, paced from now."""
         self._commands = Commands(plan.model.nv, plan.q0)
         self._wrenches = {}
         self._failure = ""
-        if self._sim.t == 0.0:
-            self._epoch_ns = 0 if new.publish_clock else time.time_ns()
         self._reanchor()
         self._publish_state(plan)
-        self._next_publish = self._sim.t + 1.0 / new.publish_rate
+        self._next_publish = self._sim.t + 1.0 / plan.settings.publish_rate
 
     # --- inputs ------------------------------------------------------------------------------------
     def _accept(self, check, topic: str, *message) -> None:
@@ -176,15 +180,10 @@ class SimulatorNode(RobotNode):
             response.success, response.message = False, "no robot model yet"
             return response
         self._sim.reset(plan.q0, plan.qd0)
-        self._commands = Commands(plan.model.nv, plan.q0)
-        self._wrenches = {}
         if self._failure:
             self.get_logger().info("reset: integration resumes from the initial state")
-        self._failure = ""
         self._problems.clear()  # what went wrong before the reset is no longer the state of things
-        self._reanchor()
-        self._publish_state(plan)
-        self._next_publish = self._sim.t + 1.0 / self._settings.publish_rate
+        self._run_from_initial_state(plan)
         response.success = True
         response.message = f"reset to the initial state at simulated time {self._sim.t:.6f} s"
         return response
@@ -239,9 +238,7 @@ class SimulatorNode(RobotNode):
                 self.problem("pace", f"cannot keep up with real_time_factor {s.real_time_factor:g}: "
                              f"{target - sim.t:.3f} s of simulated time behind; dropping the lag",
                              time.monotonic_ns(), DiagnosticStatus.WARN)
-                self._anchor_sim, self._anchor_wall = sim.t, now
-                if not s.publish_clock:
-                    self._epoch_ns = max(self._epoch_ns, time.time_ns() - round(sim.t * 1e9))
+                self._reanchor()
                 target = sim.t + dt
             while sim.t + 0.5 * dt <= target and not self._failure:
                 self._step(dt)

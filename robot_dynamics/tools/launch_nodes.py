@@ -6,6 +6,7 @@ message naming it and leaves nothing running; and a node that ends (a bad parame
 the whole launch, since the other nodes of a loop cannot work without it.
 """
 
+import time
 from pathlib import Path
 
 from launch.actions import DeclareLaunchArgument, Shutdown
@@ -62,6 +63,23 @@ def require_package(package, because):
     except (PackageNotFoundError, LookupError, ValueError):
         raise LaunchArgumentError(f"{because}, but the ROS 2 package {package!r} is not installed "
                                   f"(apt install ros-$ROS_DISTRO-{package.replace('_', '-')})") from None
+
+
+def compile_kernels(*parts):
+    """Compile the kernels of the warm-up ``parts`` here, before any node starts, if numba's cache
+    lacks them (the first launch after installing): nodes that each compile the same kernels at
+    once take twice as long on two cores, and then still compile, than one process compiling them."""
+    import launch.logging
+
+    from ..warm_up import compiled, warm_up
+
+    if not compiled(*parts):
+        log = launch.logging.get_logger("robot_dynamics")
+        log.info("compiling the dynamics kernels before starting the nodes (first launch after installing "
+                 "only: 20-30 s on 2 cores; later launches load them in about 1 s) ...")
+        started = time.monotonic()
+        warm_up(*parts)
+        log.info(f"dynamics kernels compiled in {time.monotonic() - started:.1f} s")
 
 
 def launch_nodes(graph, namespace):
