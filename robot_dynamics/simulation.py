@@ -95,7 +95,6 @@ from collections import namedtuple
 
 import numba
 import numpy as np
-from scipy.integrate import solve_ivp
 
 from . import kinematics as _kinematics
 from .control import friction_torque
@@ -614,6 +613,8 @@ class Simulator:
     def _adaptive(self, physics, effort_limit, tau, t, h):
         """``(q+, qd+, applied command)`` by the error-controlled Dormand-Prince 8(5,3) method
         (``scipy.integrate.solve_ivp``, ``DOP853``) over the step."""
+        from scipy.integrate import solve_ivp  # here: importing it costs every node's start 0.4-0.6 s
+
         name = self._model.name
         x0, xd0 = self._state()
         n = x0.shape[0]
