@@ -1,8 +1,8 @@
 """Compile the kernels before a control loop starts, not inside its first cycles.
 
 numba compiles a kernel on its first call and keeps it in its on-disk cache: the first start after
-installing compiles (one core: all parts about 19 s, the simulator's part about 14 s, the dynamics node's about
-9 s, measured as the compiling process's CPU time), later starts load the cache in about 1 s.  A node that left this to its first messages
+installing compiles (on 2 cores, wall time: all parts 20-30 s, the simulator's part 12-25 s, the dynamics
+node's 10-15 s, depending on the CPU), later starts load the cache in about 1 s.  A node that left this to its first messages
 would miss its first control cycles (and a Ctrl-C arriving meanwhile would wait for the compiler),
 so the nodes call :func:`warm_up` once at start-up, for the parts they use.
 
