@@ -237,6 +237,9 @@ def test_bench_runs_each_benchmark_main_with_the_given_arguments(capsys, monkeyp
     calls.clear()
     assert cli.main(["bench", "node", "--duration", "10"]) == 0  # the form the docs show
     assert calls == [("node", ["--duration", "10"])]
+    calls.clear()
+    assert cli.main(["bench", "node", "--duration", "10", "--executor", "events"]) == 0
+    assert calls == [("node", ["--duration", "10", "--executor", "events"])]
     with pytest.raises(SystemExit) as exit_info:  # options go to benchmarks only
         cli.main(["gravity", "planar_2r", "--duration", "1"])
     assert exit_info.value.code == 2

@@ -46,6 +46,7 @@ RUN_ELSEWHERE = {
     "./dev launch-test": "dev",  # the last part of ./dev test (see docs/testing.md), run by .ci/run
     "robot-dynamics demo --duration 2 --no-pd --robot planar_2r": "test/test_demo.py::test_demo_from_an_empty_numba_cache",
     ".venv/bin/dynamics_node --urdf my_robot.urdf": "test/test_docs.py::test_your_own_robot_in_three_steps",
+    ".venv/bin/dynamics_node --urdf my_robot.urdf --executor events": "test/test_docs.py::test_your_own_robot_in_three_steps",
     ".venv/bin/dynamics_node --ros-args --params-file my_robot.yaml":
         "test/test_dynamics_node.py::test_panda_outputs_match_core_and_pinocchio",
     ".venv/bin/simulator_node --urdf my_robot.urdf": "test/test_node_command_line.py::test_urdf_option_reads_a_file_or_a_bundled_robot",
@@ -54,6 +55,8 @@ RUN_ELSEWHERE = {
     # the benchmarks take minutes: their arguments' way to each benchmark is tested, and a tiny scaling run
     "robot-dynamics bench core": "test/test_cli.py::test_bench_runs_each_benchmark_main_with_the_given_arguments",
     "robot-dynamics bench node --duration 10": "test/test_cli.py::test_bench_runs_each_benchmark_main_with_the_given_arguments",
+    "robot-dynamics bench node --duration 10 --executor events":
+        "test/test_cli.py::test_bench_runs_each_benchmark_main_with_the_given_arguments",
     "robot-dynamics bench simulator --duration 10":
         "test/test_cli.py::test_bench_runs_each_benchmark_main_with_the_given_arguments",
     "python -m robot_dynamics.tools.benchmarks.soak --flood --duration 10":
@@ -226,9 +229,12 @@ def test_python_examples_run(code, reader_dir):
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
 
 
-def test_your_own_robot_in_three_steps(reader_dir):
-    """README's steps 2 and 3, as written: the node on my_robot.urdf, the Python client."""
+@pytest.mark.parametrize("executor", ["", " --executor events"])
+def test_your_own_robot_in_three_steps(reader_dir, executor):
+    """README's steps 2 and 3, as written: the node on my_robot.urdf, the Python client; and step 2
+    with the EventsExecutor, as docs/dynamics_node.md shows it."""
     (step2,), = (commands(block) for _, block in blocks(README, "bash") if "dynamics_node" in block)
+    step2 += executor
     step3, = (code for _, code in blocks(README, "python") if "rclpy.init()" in code)
     model = rd.load_urdf(reader_dir / "my_robot.urdf")
     env = reader_env()

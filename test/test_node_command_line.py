@@ -37,7 +37,8 @@ def test_help_lists_every_parameter_with_its_default_and_every_topic(name):
     result = run(executable(name) + ["--help"])
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert out.startswith(f"usage: {name} [-h] [--urdf FILE_OR_ROBOT] [--ros-args ...]")
+    assert out.startswith(f"usage: {name} [-h] [--urdf FILE_OR_ROBOT] [--executor {{single,events}}] [--ros-args ...]")
+    assert f"default {EXECUTABLES[name].executor} (docs/benchmarks.md)" in " ".join(out.split())
     assert "starting" not in result.stderr  # nothing started
     plan = PLANS[name]
     for p in (*DESCRIPTION_PARAMETERS, *plan.PARAMETERS):
@@ -71,6 +72,8 @@ def test_urdf_option_reads_a_file_or_a_bundled_robot(tmp_path):
     assert result.returncode == 2 and "dynamics_node: --urdf: no URDF file" in result.stderr, result.stderr
     result = run(executable("simulator_node") + ["--bogus"])
     assert result.returncode == 2 and "unrecognized arguments: --bogus" in result.stderr, result.stderr
+    result = run(executable("dynamics_node") + ["--executor", "multi"])
+    assert result.returncode == 2 and "--executor: invalid choice: 'multi'" in result.stderr, result.stderr
 
     from ros_helpers import NodeProcess
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 __all__ = ["MAX_URDF_BYTES", "dynamics_node", "help_text", "main", "simulator_node", "trajectory_publisher"]
 
+EXECUTORS = ("single", "events")  # runner.run_node's names for rclpy's executors
 MAX_URDF_BYTES = 16 * 1024 * 1024  # a URDF larger than this is refused (the biggest real ones are ~1 MB)
 
 
@@ -41,20 +42,22 @@ class Executable:
     node_name: str      # the default node name
     summary: str
     cold_start: str     # how long compiling its dynamics kernels takes on 2 free cores ("": it has none)
+    executor: str       # its default executor, one of EXECUTORS
 
 
 EXECUTABLES = {e.name: e for e in (
     Executable("dynamics_node", "robot_dynamics.nodes.dynamics_node:DynamicsNode",
                "robot_dynamics.nodes.dynamics_plan", "robot_dynamics",
                "Gravity, bias and computed torques and the mass matrix of the robot in robot_description, "
-               "for every joint_states message.", "10-15 s"),
+               "for every joint_states message.", "10-15 s", "single"),
     Executable("simulator_node", "robot_dynamics.nodes.simulator_node:SimulatorNode",
                "robot_dynamics.nodes.simulator_plan", "robot_dynamics_simulator",
                "The forward dynamics of the robot in robot_description, integrated in (or faster than) real "
-               "time: effort commands in, joint_states out.", "12-25 s"),
+               "time: effort commands in, joint_states out.", "12-25 s",
+               "events"),  # its paced timer keeps the pace only with the EventsExecutor's lower overhead
     Executable("trajectory_publisher", "robot_dynamics.nodes.trajectory_publisher:TrajectoryPublisher",
                "robot_dynamics.nodes.trajectory_plan", "trajectory_publisher",
-               "Smooth multi-joint sinusoids around a home pose, as desired_state for the dynamics node.", ""),
+               "Smooth multi-joint sinusoids around a home pose, as desired_state for the dynamics node.", "", "single"),
 )}
 
 
@@ -95,13 +98,20 @@ def _yaml(value) -> str:
 
 def _parser(executable: Executable) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=executable.name, usage=f"{executable.name} [-h] [--urdf FILE_OR_ROBOT] [--ros-args ...]",
+        prog=executable.name,
+        usage=f"{executable.name} [-h] [--urdf FILE_OR_ROBOT] [--executor {{single,events}}] [--ros-args ...]",
         description=textwrap.fill(executable.summary, 100), epilog=help_text(executable),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--urdf", metavar="FILE_OR_ROBOT",
                         help="the robot: a URDF file or a bundled robot's name (e.g. arm7_gripper), given to the "
                              "node as robot_description; without it the node looks for robot_description")
+    parser.add_argument("--executor", choices=EXECUTORS,
+                        help=f"rclpy's executor: single (SingleThreadedExecutor: keeps answering under a flood of "
+                             f"messages) or events (EventsExecutor: about half the CPU per message, which a 1 kHz "
+                             f"loop on a slow CPU needs, but a flood can wedge it for minutes); default "
+                             f"{executable.executor} (docs/benchmarks.md)")
     return parser
+
 
 
 def read_urdf(argument: str) -> str:
@@ -157,7 +167,7 @@ def main(name: str, args=None) -> int:
     try:
         module, cls = executable.node.split(":")
         node_class = getattr(importlib.import_module(module), cls)
-        return run_node(node_class, args=[name, *ros],
+        return run_node(node_class, args=[name, *ros], executor=options.executor or executable.executor,
                         parameter_overrides=[Parameter(n, value=v) for n, v in overrides])
     except SystemExit as exc:
         exit_now_if_compiling(exc.code or 0)

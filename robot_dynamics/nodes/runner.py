@@ -75,16 +75,16 @@ def stop_handler(stop: list) -> Callable:
     return handler
 
 
-def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None, *, executor: str = "",
+def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None, *, executor: str = "single",
              **kwargs) -> int:
     """``rclpy.init(args)`` -> ``node_class(**kwargs)`` -> an executor spun with
     ``spin_once(timeout_sec=0.1)`` until SIGINT, SIGTERM or an external shutdown; the node is
     destroyed and the context shut down. Returns 0.
 
-    The executor is ``executor``, else the node class's ``EXECUTOR``, else ``"single"``: rclpy's
-    SingleThreadedExecutor, which under a flood of messages keeps answering and stops on Ctrl-C at
-    once, where the EventsExecutor (``"events"``) wedges for minutes (docs/benchmarks.md). The
-    simulator keeps the EventsExecutor: its paced timer loop does not keep its pace on a loaded
+    The executor is ``"single"``, rclpy's SingleThreadedExecutor, which under a flood of messages
+    keeps answering and stops on Ctrl-C at once, or ``"events"``, the EventsExecutor, which needs
+    about half the CPU per message but wedges for minutes under a flood (docs/benchmarks.md). The
+    simulator runs the EventsExecutor: its paced timer loop does not keep its pace on a loaded
     machine with the SingleThreadedExecutor's overhead.
 
     Signals: while the node starts (loading a model, compiling kernels) the handlers of
@@ -103,7 +103,6 @@ def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None,
     from rclpy.experimental import EventsExecutor
     from rclpy.signals import SignalHandlerOptions
 
-    executor = executor or getattr(node_class, "EXECUTOR", "single")
     executor_class = {"single": SingleThreadedExecutor, "events": EventsExecutor}[executor]
 
     from rclpy.impl.implementation_singleton import rclpy_implementation

@@ -66,8 +66,6 @@ MAX_TICK, MIN_TICK = 0.010, 0.001  # s: longest, shortest timer period (the pace
 class SimulatorNode(RobotNode):
     """See the module docstring and ``simulator_node --help`` for the interface."""
 
-    EXECUTOR = "events"  # its paced timer keeps the pace only with the EventsExecutor's lower overhead
-
     def __init__(self, node_name: str = "robot_dynamics_simulator", **kwargs):
         super().__init__(node_name, PARAMETERS, Settings, coerce_setting, **kwargs)
         warm_up_kernels(self, "simulator")

@@ -18,7 +18,7 @@ a sequence number in ``header.stamp``, and records the arrival of each answer in
 latency = answer arrival - publication, lost = published - answered (after a drain). Each
 responder runs in its own process; its CPU use over the window is read from ``/proc``.
 
-Run: ``robot-dynamics bench node [--duration 10]`` or ``python -m robot_dynamics.tools.benchmarks.node``
+Run: ``robot-dynamics bench node [--duration 10] [--executor events]`` or ``python -m robot_dynamics.tools.benchmarks.node``
 (:func:`main`). Needs example-robot-data for the robots. Don't run it on a busy machine.
 """
 
@@ -189,7 +189,8 @@ class Driver:
         self.spin_for(0.5)
 
 
-def run_case(node, executor, label, kind, robot, rate, duration, namespace, command_source="none"):
+def run_case(node, executor, label, kind, robot, rate, duration, namespace, command_source="none",
+             responder_executor="single"):
     """One responder process, warm-up, measured window; a dict of results."""
     import robot_dynamics as rd
 
@@ -197,7 +198,8 @@ def run_case(node, executor, label, kind, robot, rate, duration, namespace, comm
     names = rd.load_urdf(xml).joint_names
     with tempfile.TemporaryDirectory() as tmp:
         if kind == "echo":
-            cmd = [sys.executable, "-m", "robot_dynamics.tools.benchmarks.node", "--echo-node", "--ros-args"]
+            cmd = [sys.executable, "-m", "robot_dynamics.tools.benchmarks.node", "--echo-node",
+                   "--executor", responder_executor, "--ros-args"]
         else:
             params = Path(tmp) / "params.yaml"
             params.write_text(
@@ -206,7 +208,8 @@ def run_case(node, executor, label, kind, robot, rate, duration, namespace, comm
                 f"    command_source: {json.dumps(command_source)}\n"
                 "    desired_timeout: 1.0\n"
             )
-            cmd = [sys.executable, "-m", "robot_dynamics.nodes.dynamics_node", "--ros-args", "--params-file", str(params)]
+            cmd = [sys.executable, "-m", "robot_dynamics.nodes.dynamics_node", "--executor", responder_executor,
+                   "--ros-args", "--params-file", str(params)]
         cmd += ["-r", f"__ns:={namespace}"]
         log = open(Path(tmp) / "responder.log", "w+b")
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env())
@@ -293,13 +296,16 @@ def main(argv=None) -> int:
                         help="comma-separated subset of echo7,panda7,echo32,talos_reduced")
     parser.add_argument("--command-source", default="none", choices=["none", "gravity", "computed"],
                         help="command_source of the dynamics node (effort_command costs one more publish)")
+    parser.add_argument("--executor", default="single", choices=["single", "events"],
+                        help="rclpy executor of the responders, echo and dynamics node alike (default single, "
+                             "the dynamics node's own; dynamics_node --executor)")
     parser.add_argument("--json", action="store_true", help="also print the results as JSON")
     parser.add_argument("--echo-node", action="store_true", help=argparse.SUPPRESS)
     args, ros_args = parser.parse_known_args(argv)
     if args.echo_node:  # the baseline responder, started by run_case
         from robot_dynamics.nodes.runner import run_node
 
-        return run_node(echo_node_class(), args=["bench_echo", *ros_args])
+        return run_node(echo_node_class(), args=["bench_echo", *ros_args], executor=args.executor)
     if ros_args:
         parser.error(f"unrecognized arguments: {' '.join(ros_args)}")
 
@@ -327,7 +333,7 @@ def main(argv=None) -> int:
                 label, kind, robot, rate = cases[key]
                 print(f"running {label} at {rate:.0f} Hz for {args.duration:g} s ...", flush=True)
                 rows.append(run_case(node, executor, label, kind, robot, rate, args.duration, f"/bench{i}",
-                                     args.command_source))
+                                     args.command_source, args.executor))
         finally:
             executor.shutdown(timeout_sec=1.0)
             node.destroy_node()
