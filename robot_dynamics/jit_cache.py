@@ -8,15 +8,17 @@ from it the package's cached kernels are dropped; they compile again, once.
 """
 
 import hashlib
+import sys
 import warnings
 from pathlib import Path
 
+import numba
 from numba.core.caching import FunctionCache
 
 #: the modules with compiled (``cache=True``) functions, all in this directory
 COMPILED_MODULES = ("control", "dynamics", "kernels", "kinematics", "regressor", "simulation", "spatial")
 FINGERPRINT_FILE = "robot_dynamics-sources.sha256"
-#: written by :func:`mark_compiled` once a warm-up part has compiled; dropped with the kernels
+#: written by :func:`write_compiled_stamp` once a warm-up part has compiled; dropped with the kernels
 COMPILED_STAMP = "robot_dynamics-compiled-{part}"
 
 
@@ -58,20 +60,35 @@ def drop_stale_kernels() -> None:
         partial.replace(stamp)
     except OSError as exc:
         warnings.warn(f"robot_dynamics: cannot check numba's cache in {cache} ({exc}); after an update, "
-                      f"delete its {', '.join(COMPILED_MODULES)} files by hand", RuntimeWarning, stacklevel=2)
+                      f"delete its {', '.join(COMPILED_MODULES)} and {COMPILED_STAMP.format(part='*')} files "
+                      "by hand", RuntimeWarning, stacklevel=2)
 
 
-def mark_compiled(part: str) -> None:
+def _compiled_stamp_text() -> str:
+    """What a part's stamp holds: whatever makes numba or this module drop its cached kernels (our
+    sources' fingerprint, the compiled modules' modification times and sizes, numba's and Python's
+    versions), so a stamp left beside dropped kernels never counts."""
+    here = Path(__file__).parent
+    stats = [(here / f"{name}.py").stat() for name in COMPILED_MODULES]
+    return " ".join([source_fingerprint(), f"numba {numba.__version__}", f"python {sys.version_info[:2]}",
+                     *(f"{stat.st_mtime} {stat.st_size}" for stat in stats)])
+
+
+def write_compiled_stamp(part: str) -> None:
     """Note in the cache that the kernels of warm-up part ``part`` are in it (nothing if it is not writable)."""
     cache = cache_directory()
     if cache is not None:
         try:
-            (cache / COMPILED_STAMP.format(part=part)).touch()
+            (cache / COMPILED_STAMP.format(part=part)).write_text(_compiled_stamp_text())
         except OSError:
             pass
 
 
-def is_compiled(part: str) -> bool:
-    """Whether the cache holds the kernels of warm-up part ``part`` (compiled from these sources)."""
+def has_compiled_stamp(part: str) -> bool:
+    """Whether the cache holds the kernels of warm-up part ``part``, compiled from these sources by
+    this numba and Python."""
     cache = cache_directory()
-    return cache is not None and (cache / COMPILED_STAMP.format(part=part)).is_file()
+    try:
+        return cache is not None and (cache / COMPILED_STAMP.format(part=part)).read_text() == _compiled_stamp_text()
+    except OSError:
+        return False

@@ -613,7 +613,7 @@ class Simulator:
     def _adaptive(self, physics, effort_limit, tau, t, h):
         """``(q+, qd+, applied command)`` by the error-controlled Dormand-Prince 8(5,3) method
         (``scipy.integrate.solve_ivp``, ``DOP853``) over the step."""
-        from scipy.integrate import solve_ivp  # here: importing it costs every node's start 0.4-0.6 s
+        from scipy.integrate import solve_ivp  # here: 0.4-0.6 s of import that the dynamics node's start needs not pay
 
         name = self._model.name
         x0, xd0 = self._state()

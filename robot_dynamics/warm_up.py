@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 from . import examples
-from .jit_cache import is_compiled, mark_compiled
+from .jit_cache import has_compiled_stamp, write_compiled_stamp
 from .control import friction_torques
 from .dynamics import (
     _mass, bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix,
@@ -39,8 +39,8 @@ def warm_up(*parts):
     """Call the kernels of ``parts`` (default: all of :data:`PARTS`) once, on the two-link example arm.
 
     The kernels take the same argument types for every robot, so what is compiled here serves any
-    model. Returns nothing; raises ValueError for an unknown part, and otherwise only if the
-    library itself is broken.
+    model. Each part done is stamped in numba's cache for :func:`compiled`. Returns nothing; raises
+    ValueError for an unknown part, and otherwise only if the library itself is broken.
 
     >>> warm_up("dynamics_node")
     """
@@ -55,34 +55,39 @@ def warm_up(*parts):
     wrench = {"tip": np.ones(6)}
     gravity = {"dynamics_node", "simulator"} & set(parts)  # the simulator node checks a new model with it
     helper = _compile_gravity_aside() if gravity and cold else None
-    if "dynamics_node" in parts:
-        bias_forces(arm, q, qd)
-        mass_matrix(arm, q)
-        friction_torques(arm.viscous_damping, arm.friction, 0.01, qd)  # the dynamics node's compensate_friction
-    if "library" in parts:
-        inverse_dynamics(arm, q, qd, qd, external_wrenches=wrench)
-        coriolis_matrix(arm, q, qd)
-        forward_dynamics(arm, q, qd, qd, external_wrenches=wrench)
-        frame_pose(arm, q, "tip")
-        for reference in ("world", "local"):
-            jacobian(arm, q, "tip", reference)
-        kinetic_energy(arm, q, qd)  # also Simulator.energy's
-        potential_energy(arm, q)
-    if "simulator" in parts:
-        for integrator in INTEGRATORS:
-            # the shoulder starts beyond its limit (3.14 rad), so the limit response is compiled too
-            sim = Simulator(arm, [3.2, 0.0], qd, integrator=integrator, apply_damping=True, apply_friction=True)
-            sim.step(np.zeros(arm.nv), 1e-3, external_wrenches=wrench)
-    if gravity:
-        if helper is not None:
-            try:
-                helper.wait(timeout=HELPER_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                helper.kill()
-                helper.wait()
-        gravity_torques(arm, q)  # from the cache the helper filled (or compiled here if it failed)
+    try:
+        if "dynamics_node" in parts:
+            bias_forces(arm, q, qd)
+            mass_matrix(arm, q)
+            friction_torques(arm.viscous_damping, arm.friction, 0.01, qd)  # the dynamics node's compensate_friction
+        if "library" in parts:
+            inverse_dynamics(arm, q, qd, qd, external_wrenches=wrench)
+            coriolis_matrix(arm, q, qd)
+            forward_dynamics(arm, q, qd, qd, external_wrenches=wrench)
+            frame_pose(arm, q, "tip")
+            for reference in ("world", "local"):
+                jacobian(arm, q, "tip", reference)
+            kinetic_energy(arm, q, qd)  # also Simulator.energy's
+            potential_energy(arm, q)
+        if "simulator" in parts:
+            for integrator in INTEGRATORS:
+                # the shoulder starts beyond its limit (3.14 rad), so the limit response is compiled too
+                sim = Simulator(arm, [3.2, 0.0], qd, integrator=integrator, apply_damping=True, apply_friction=True)
+                sim.step(np.zeros(arm.nv), 1e-3, external_wrenches=wrench)
+        if gravity:
+            if helper is not None:
+                try:
+                    helper.wait(timeout=HELPER_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    helper.kill()  # (and compile them here)
+                    helper.wait()
+            gravity_torques(arm, q)  # from the cache the helper filled (or compiled here if it failed)
+    finally:
+        if helper is not None and helper.poll() is None:  # this process was interrupted: so is the helper
+            helper.kill()
+            helper.wait()
     for part in parts:
-        mark_compiled(part)
+        write_compiled_stamp(part)
 
 
 def compiled(*parts):
@@ -92,7 +97,7 @@ def compiled(*parts):
     >>> warm_up("dynamics_node"); compiled("dynamics_node")
     True
     """
-    return all(is_compiled(part) for part in parts or PARTS)
+    return all(has_compiled_stamp(part) for part in parts or PARTS)
 
 
 HELPER_TIMEOUT = 120.0
@@ -113,3 +118,7 @@ def _compile_gravity_aside():
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except OSError:
         return None
+
+
+if __name__ == "__main__":  # python -m robot_dynamics.warm_up [PART ...]: what simulation.launch.py runs
+    warm_up(*sys.argv[1:])

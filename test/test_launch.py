@@ -302,6 +302,8 @@ def test_the_first_simulation_launch_compiles_the_kernels_once_before_any_node_s
     assert output.index("dynamics kernels compiled in") < output.index("process started"), output
     by_nodes = [line for line in output.splitlines() if re.match(r"\[\w+-\d+\] \[cache\] data saved", line)]
     assert not by_nodes, f"nodes compiled kernels the launch had compiled: {by_nodes}"
+    for node in ("simulator_node", "dynamics_node"):  # (their numba reports reach the output: they loaded)
+        assert any(re.match(rf"\[{node}-\d+\] \[cache\] data loaded", line) for line in output.splitlines()), output
     assert_every_node_finished_cleanly(running, running.ctrl_c(),
                                        ["simulator_node", "dynamics_node", "trajectory_publisher"])
 

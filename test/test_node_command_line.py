@@ -86,6 +86,24 @@ def test_urdf_option_reads_a_file_or_a_bundled_robot(tmp_path):
     assert code == 0, process.log()
 
 
+def test_executor_option_reaches_the_spin_loop(monkeypatch):
+    pytest.importorskip("rclpy")
+    from robot_dynamics.nodes import command_line, runner
+
+    used = []
+
+    def run_node(node_class, args=None, *, executor="single", **kwargs):
+        used.append((node_class.__name__, executor))
+        return 0
+
+    monkeypatch.setattr(runner, "run_node", run_node)
+    for name in ("simulator_node", "dynamics_node"):
+        for argv in ([], ["--executor", "single"], ["--executor", "events"]):
+            assert command_line.main(name, argv) == 0
+    assert used == [("SimulatorNode", "events"), ("SimulatorNode", "single"), ("SimulatorNode", "events"),
+                    ("DynamicsNode", "single"), ("DynamicsNode", "single"), ("DynamicsNode", "events")]
+
+
 def test_dynamics_node_runs_on_a_bundled_robot_with_one_option(tmp_path):
     from ros_helpers import NodeProcess
 

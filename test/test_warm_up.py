@@ -2,7 +2,7 @@
 numba cache, each of the package's kernels for one signature (the gravity torques' in the helper
 process, read back from the cache) and none of numba's slice-copy error messages (their string
 formatting alone cost ~2.5 s of a cold start); on the second start nothing, everything comes from
-the cache."""
+the cache. And the stamp that says a part is compiled (``warm_up.compiled``)."""
 
 import json
 import os
@@ -28,9 +28,10 @@ class Record(event.Listener):
         pass
 
 event.register("numba:compile", Record())
-from robot_dynamics.warm_up import warm_up
+from robot_dynamics.warm_up import compiled as stamped, warm_up
+before = stamped(*sys.argv[1:])
 warm_up(*sys.argv[1:])
-print(json.dumps(compiled))
+print(json.dumps([before, stamped(*sys.argv[1:]), compiled]))
 """
 
 # Row readers called with a literal column offset: numba compiles one version per offset (as many
@@ -43,11 +44,14 @@ def compiled(parts, cache):
     done = subprocess.run([sys.executable, "-c", RECORD, *parts], env=env, capture_output=True, text=True,
                           timeout=900)
     assert done.returncode == 0, done.stderr
-    return [tuple(entry) for entry in json.loads(done.stdout)]
+    before, after, kernels = json.loads(done.stdout)
+    assert after, "warm_up did not stamp its parts as compiled"
+    return before, [tuple(entry) for entry in kernels]
 
 
 def test_every_kernel_compiles_once_then_loads_from_the_cache(tmp_path):
-    first = compiled(PARTS, tmp_path)
+    stamped, first = compiled(PARTS, tmp_path)
+    assert not stamped  # an empty cache
     ours = [name for name, module, _ in first if module.startswith("robot_dynamics")]
     assert {"_step", "composite_rigid_body", "forward_state", "newton_euler"} <= set(ours)
     # gravity's own Newton-Euler (compiled knowing that qd and qdd are zero, dynamics._NONE) comes
@@ -57,4 +61,21 @@ def test_every_kernel_compiles_once_then_loads_from_the_cache(tmp_path):
     assert not extra, f"compiled for more than one signature: {extra}"
     slice_copies = [entry for entry in first if "raise_with_shape_context" in entry[0]]
     assert not slice_copies, f"a slice copy in the compiled code compiles numba's message: {slice_copies}"
-    assert compiled(PARTS, tmp_path) == []  # the second start loads everything from the cache
+    assert compiled(PARTS, tmp_path) == (True, [])  # the second start loads everything from the cache
+
+
+def test_a_compiled_stamp_counts_only_for_these_sources_this_numba_and_this_python(tmp_path, monkeypatch):
+    """What simulation.launch.py asks (warm_up.compiled) before it compiles the kernels for its nodes."""
+    from robot_dynamics import jit_cache
+
+    monkeypatch.setattr(jit_cache, "cache_directory", lambda: tmp_path)
+    assert not jit_cache.has_compiled_stamp("simulator")
+    jit_cache.write_compiled_stamp("simulator")
+    assert jit_cache.has_compiled_stamp("simulator") and not jit_cache.has_compiled_stamp("library")
+    with monkeypatch.context() as other:
+        other.setattr(jit_cache.numba, "__version__", "0.0.1")  # another numba ignores the cached kernels
+        assert not jit_cache.has_compiled_stamp("simulator")
+    (tmp_path / jit_cache.FINGERPRINT_FILE).write_text("other sources")
+    jit_cache.drop_stale_kernels()  # as at import after an update: the kernels and the stamps go
+    assert not jit_cache.has_compiled_stamp("simulator")
+    assert not list(tmp_path.glob(jit_cache.COMPILED_STAMP.format(part="*")))

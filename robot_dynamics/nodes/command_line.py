@@ -41,7 +41,7 @@ class Executable:
     plan: str           # module with PARAMETERS, TOPICS (and SERVICES)
     node_name: str      # the default node name
     summary: str
-    cold_start: str     # how long compiling its dynamics kernels takes on 2 free cores ("": it has none)
+    compile_time: str   # how long compiling its dynamics kernels takes on 2 free cores ("": it has none)
     executor: str       # its default executor, one of EXECUTORS
 
 
@@ -99,7 +99,7 @@ def _yaml(value) -> str:
 def _parser(executable: Executable) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=executable.name,
-        usage=f"{executable.name} [-h] [--urdf FILE_OR_ROBOT] [--executor {{single,events}}] [--ros-args ...]",
+        usage=f"{executable.name} [-h] [--urdf FILE_OR_ROBOT] [--executor {{{','.join(EXECUTORS)}}}] [--ros-args ...]",
         description=textwrap.fill(executable.summary, 100), epilog=help_text(executable),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--urdf", metavar="FILE_OR_ROBOT",
@@ -111,7 +111,6 @@ def _parser(executable: Executable) -> argparse.ArgumentParser:
                              f"loop on a slow CPU needs, but a flood can wedge it for minutes); default "
                              f"{executable.executor} (docs/benchmarks.md)")
     return parser
-
 
 
 def read_urdf(argument: str) -> str:
@@ -156,8 +155,8 @@ def main(name: str, args=None) -> int:
             print(f"{name}: --urdf: {exc}", file=sys.stderr)
             return 2
         overrides = [("robot_description", xml)]
-    doing = (f"loading the dynamics kernels (compiled on the first start after installing, {executable.cold_start} "
-             "on 2 cores; about 1 s after)" if executable.cold_start else "loading ROS")
+    doing = (f"loading the dynamics kernels (compiled on the first start after installing, {executable.compile_time} "
+             "on 2 cores; about 1 s after)" if executable.compile_time else "loading ROS")
     print(f"[{name}] starting: {doing}", file=sys.stderr, flush=True)
 
     from rclpy.parameter import Parameter

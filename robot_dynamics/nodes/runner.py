@@ -84,8 +84,7 @@ def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None,
     The executor is ``"single"``, rclpy's SingleThreadedExecutor, which under a flood of messages
     keeps answering and stops on Ctrl-C at once, or ``"events"``, the EventsExecutor, which needs
     about half the CPU per message but wedges for minutes under a flood (docs/benchmarks.md). The
-    simulator runs the EventsExecutor: its paced timer loop does not keep its pace on a loaded
-    machine with the SingleThreadedExecutor's overhead.
+    executables choose (``command_line.Executable.executor``, ``--executor``).
 
     Signals: while the node starts (loading a model, compiling kernels) the handlers of
     :mod:`robot_dynamics.nodes.command_line` end it at once; once it spins, SIGINT and SIGTERM

@@ -127,7 +127,7 @@ class SimulatorNode(RobotNode):
         self._run_from_initial_state(plan)
 
     def _run_from_initial_state(self, plan: Plan) -> None:
-        """No commands or wrenches yet, integration running, the initial state published, paced from now."""
+        """No commands or wrenches yet, no failure, the initial state published, paced from now."""
         self._commands = Commands(plan.model.nv, plan.q0)
         self._wrenches = {}
         self._failure = ""

@@ -6,6 +6,8 @@ message naming it and leaves nothing running; and a node that ends (a bad parame
 the whole launch, since the other nodes of a loop cannot work without it.
 """
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -66,20 +68,27 @@ def require_package(package, because):
 
 
 def compile_kernels(*parts):
-    """Compile the kernels of the warm-up ``parts`` here, before any node starts, if numba's cache
-    lacks them (the first launch after installing): nodes that each compile the same kernels at
-    once take twice as long on two cores, and then still compile, than one process compiling them."""
+    """Compile the kernels of the warm-up ``parts`` before any node starts, if numba's cache lacks
+    them (the first launch after installing): nodes that each compile the same kernels at once take
+    twice as long on two cores, and then still compile, than one process compiling them. The
+    compiler runs in a child process (in the launch's process group, so a Ctrl-C ends it too); if it
+    fails, the nodes compile their kernels themselves, as they would anyway."""
     import launch.logging
 
-    from ..warm_up import compiled, warm_up
+    from ..jit_cache import cache_directory
+    from ..warm_up import compiled
 
-    if not compiled(*parts):
-        log = launch.logging.get_logger("robot_dynamics")
-        log.info("compiling the dynamics kernels before starting the nodes (first launch after installing "
-                 "only: 20-30 s on 2 cores; later launches load them in about 1 s) ...")
-        started = time.monotonic()
-        warm_up(*parts)
+    if compiled(*parts) or cache_directory() is None:  # (with no cache to fill, each node compiles its own)
+        return
+    log = launch.logging.get_logger("robot_dynamics")
+    log.info("compiling the dynamics kernels before starting the nodes (first launch after installing "
+             "only: 20-30 s on 2 cores; later launches load them in about 1 s) ...")
+    started = time.monotonic()
+    status = subprocess.run([sys.executable, "-m", "robot_dynamics.warm_up", *parts], stdin=subprocess.DEVNULL).returncode
+    if status == 0:
         log.info(f"dynamics kernels compiled in {time.monotonic() - started:.1f} s")
+    else:
+        log.warning(f"compiling the dynamics kernels failed (exit status {status}): each node compiles its own")
 
 
 def launch_nodes(graph, namespace):
