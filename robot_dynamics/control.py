@@ -47,8 +47,8 @@ def position_error(q_desired, q, continuous=None):
     array([-0.28318531,  6.        ])
     """
     error = q_desired - q
-    if continuous is not None and continuous.any():
-        error[continuous] = np.remainder(error[continuous] + math.pi, 2 * math.pi) - math.pi
+    if continuous is not None and continuous.any():  # (the last axis: one state, or a series of them)
+        error[..., continuous] = np.remainder(error[..., continuous] + math.pi, 2 * math.pi) - math.pi
     return error
 
 

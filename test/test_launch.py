@@ -39,6 +39,7 @@ from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 import robot_dynamics as rd  # noqa: E402
 from robot_dynamics.robots import bundled_robot_names  # noqa: E402
+from robot_dynamics import control  # noqa: E402
 from robot_dynamics.tools import demo  # noqa: E402
 
 from ros_helpers import RosHarness, publish_until  # noqa: E402
@@ -167,10 +168,11 @@ def test_dynamics_launch_turns_joint_states_into_gravity_torques(launch, probe, 
 
 # ---------------------------------------------------------------------------- simulation.launch.py
 
-def latest_error(run):
-    """The largest position error between the newest joint state and the newest desired state."""
+def latest_error(run, continuous):
+    """The largest position error between the newest joint state and the newest desired state (a
+    whole turn of a continuous joint is none: the control law turns it the short way)."""
     (q, _, _), (q_desired, _, _) = run.state.values[-1], run.desired.values[-1]
-    return float(np.max(np.abs(np.asarray(q_desired) - q)))
+    return float(np.max(np.abs(control.position_error(np.asarray(q_desired, dtype=float), q, continuous))))
 
 
 def controller_stalled(run):
@@ -229,7 +231,8 @@ def record_loop(probe, namespace, model, running, retried=False):
     # catch up an arm that fell meanwhile, at saturated efforts: wait until it has. If it never
     # does, the bound below fails after SETTLE_TIMEOUT.
     settle = time.monotonic() + SETTLE_TIMEOUT
-    while time.monotonic() < settle and latest_error(run) >= TRACKING_BOUND:
+    continuous = demo.continuous_joints(model)
+    while time.monotonic() < settle and latest_error(run, continuous) >= TRACKING_BOUND:
         time.sleep(0.1)
     run.start = time.monotonic()
     time.sleep(RECORD)

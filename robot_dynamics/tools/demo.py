@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..control import joint_pd
+from ..control import joint_pd, position_error
 from . import graph, processes
 
 DEFAULT_OUTPUT = Path("out") / "robot_dynamics_demo.png"
@@ -144,14 +144,21 @@ class Metrics:
     unit: str = "rad"            # of the masked joints' errors
 
 
+def continuous_joints(model):
+    """Bool per coordinate: a continuous joint, whose position error is wrapped (:func:`control.position_error`)."""
+    return np.array([kind == "continuous" for kind in model.joint_types])
+
+
 def error_mask(model):
-    """(mask, unit): the revolute joints in rad if there are any (the gripper's metres apart), else all in m."""
+    """(mask, unit, continuous): the revolute joints in rad if there are any (the gripper's metres
+    apart), else all in m; and :func:`continuous_joints`, for :func:`analyse`."""
     mask = np.array([kind != "prismatic" for kind in model.joint_types])
-    return (mask, "rad") if mask.any() else (~mask, "m")
+    return ((mask, "rad") if mask.any() else (~mask, "m")) + (continuous_joints(model),)
 
 
-def analyse(run, revolute_mask=None, unit="rad"):
-    """Rates, RMS tracking error and latency of one run, over its recording window."""
+def analyse(run, revolute_mask=None, unit="rad", continuous=None):
+    """Rates, RMS tracking error and latency of one run, over its recording window. The error is the
+    control law's (:func:`control.position_error`): on ``continuous`` joints a whole turn is no error."""
     received = np.asarray(run.state.received)
     in_window = (received >= run.start) & (received <= run.end)
     if in_window.sum() < 10:
@@ -162,7 +169,8 @@ def analyse(run, revolute_mask=None, unit="rad"):
     effort = np.array([v[2] for v, keep in zip(run.state.values, in_window) if keep])
     q_desired = desired_at(run.desired, times, clock)
     ok = np.all(np.isfinite(q_desired), axis=1)
-    error = (q_desired - q)[ok]
+    errors = position_error(q_desired, q, continuous)
+    error = errors[ok]
     mask = np.ones(q.shape[1], bool) if revolute_mask is None else np.asarray(revolute_mask)
     duration = run.end - run.start
 
@@ -188,7 +196,7 @@ def analyse(run, revolute_mask=None, unit="rad"):
         max_error=float(np.abs(error[:, mask]).max()) if len(error) else math.nan,
         latency_ms=latency,
         times=times - times[0], q=q, q_desired=q_desired, effort=effort,
-        error_norm=np.linalg.norm((q_desired - q)[:, mask], axis=1),
+        error_norm=np.linalg.norm(errors[:, mask], axis=1),
         max_gap_ms=float(np.diff(times).max() * 1e3) if len(times) > 1 else 0.0,
         stalls=int((np.diff(times) > STALL).sum()),
         unit=unit,
@@ -284,6 +292,7 @@ class _Recorder:
         self._Float64MultiArray = Float64MultiArray
         self.model = model
         self.names = tuple(model.joint_names)
+        self.continuous = continuous_joints(model)
         self.context = Context()
         rclpy.init(context=self.context)
         self.node = rclpy.create_node(f"robot_dynamics_demo_{os.getpid()}", namespace=namespace, context=self.context)
@@ -344,7 +353,7 @@ class _Recorder:
             _, q_d, qd_d, qdd_d, received = desired
             dt = now - received
             q_target = q_d + qd_d * dt + 0.5 * qdd_d * dt * dt
-            tau = joint_pd(gains[0], gains[1], q_target - q, qd_d + qdd_d * dt - qd)
+            tau = joint_pd(gains[0], gains[1], position_error(q_target, q, self.continuous), qd_d + qdd_d * dt - qd)
             self.command.publish(self._Float64MultiArray(data=tau.tolist()))
 
     def _on_desired(self, msg):
@@ -667,8 +676,7 @@ def run_demo(args, model, path, load_warnings=()):
         elif failed:
             progress.done(f"node logs kept in {log_dir}")
 
-    mask, unit = error_mask(model)
-    metrics = [analyse(run, mask, unit) for run in runs]
+    metrics = [analyse(run, *error_mask(model)) for run in runs]
     ct, pd = metrics[0], (metrics[1] if len(metrics) > 1 else None)
     for line in summary_lines(model, path, ct, pd, runs, load_warnings):
         print(line)
