@@ -51,8 +51,10 @@ SETTLE_TIMEOUT = 10.0  # s: for the loop to catch up the arm after a late start 
 RECORD = 3.0           # s of closed loop recorded per robot
 #: RMS tracking error (rad, or m for the gantry) that proves the loop closed: the trajectory moves
 #: every joint by 0.2 or more, so an open loop misses it by about that much (see the test with
-#: command_source:=none); the computed-torque loop tracks it to about 1e-3.
-TRACKING_BOUND = 0.02
+#: command_source:=none: 1.45 rad); the computed-torque loop tracks it to 1e-4 - 5e-3 on an idle
+#: machine, but to 0.013 - 0.021 (arm7_gripper) on a slow 2-core one, where the three nodes, the
+#: launch and this probe share the two cores (the trajectory publisher then runs at half its rate).
+TRACKING_BOUND = 0.05
 #: After Ctrl-C the launch reports each node as "finished cleanly" (exit 0), or "died" with its code.
 CLEAN = "process has finished cleanly"
 
