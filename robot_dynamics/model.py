@@ -27,6 +27,7 @@ A body's frame is the URDF frame of the joint's child link.
 """
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from types import MappingProxyType
 from typing import Mapping
 
@@ -162,12 +163,18 @@ class RobotModel:
             raise ValueError(f"gravity must be 3 finite numbers, got {gravity!r}")
         return replace(self, gravity=read_only(gravity))
 
-    @property
+    @cached_property  # (computed once: the dynamics node reads it for every joint state)
     def viscous_damping(self):
         """Each coordinate's viscous damping with its motor turning with it (a rigid joint):
         ``damping + motor_damping``, the joint's ``B`` plus the motor's reflected ``r^2 B_m`` (Spong
         Ex. 6.1). What the simulator applies and what a drive must add to compensate."""
         return read_only(self.damping + self.motor_damping)  # read-only like every array of the model
+
+    @cached_property
+    def continuous(self):
+        """Bool per coordinate: a continuous joint (one angle, no limits; its position errors wrap,
+        :func:`robot_dynamics.control.position_error`)."""
+        return read_only([kind == "continuous" for kind in self.joint_types], dtype=bool)
 
     def with_armature(self, armature, motor_damping=None):
         """The same robot with the reflected rotor inertia ``armature`` (``r^2 J_m``, Spong Ex. 6.1).

@@ -233,8 +233,7 @@ def record_loop(probe, namespace, model, running, retried=False):
     # catch up an arm that fell meanwhile, at saturated efforts: wait until it has. If it never
     # does, the bound below fails after SETTLE_TIMEOUT.
     settle = time.monotonic() + SETTLE_TIMEOUT
-    continuous = demo.continuous_joints(model)
-    while time.monotonic() < settle and latest_error(run, continuous) >= TRACKING_BOUND:
+    while time.monotonic() < settle and latest_error(run, model.continuous) >= TRACKING_BOUND:
         time.sleep(0.1)
     run.start = time.monotonic()
     time.sleep(RECORD)

@@ -32,7 +32,8 @@ def test_model_is_immutable():
     with pytest.raises(Exception):
         model.name = "other"
     np.testing.assert_array_equal(model.gravity, [0.0, 0.0, -9.81])
-    for array in (model.topology, model.bodies, model.position_limits, model.damping):
+    for array in (model.topology, model.bodies, model.position_limits, model.damping, model.viscous_damping,
+                  model.continuous):
         with pytest.raises(ValueError, match="read-only"):
             array[0] = 0
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -190,7 +190,7 @@ def compile_plan(base: RobotModel, s: Settings) -> Plan:
             raise ValueError(f"{key} has {len(g)} values; give one, or one per output joint ({n_out})")
         gains[key] = np.zeros(model.nv)
         gains[key][out] = g
-    continuous = np.array([model.joint_types[i] == "continuous" for i in out], dtype=bool)
+    continuous = model.continuous[out]
     mimic = {m: (tuple((index[master], float(factor)) for master, factor in terms), float(off))
              for m, (terms, off) in model.couplings.items() if all(master in index for master, _ in terms)}
     return Plan(

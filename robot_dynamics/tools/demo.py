@@ -144,16 +144,11 @@ class Metrics:
     unit: str = "rad"            # of the masked joints' errors
 
 
-def continuous_joints(model):
-    """Bool per coordinate: a continuous joint, whose position error is wrapped (:func:`control.position_error`)."""
-    return np.array([kind == "continuous" for kind in model.joint_types])
-
-
 def error_mask(model):
     """(mask, unit, continuous): the revolute joints in rad if there are any (the gripper's metres
-    apart), else all in m; and :func:`continuous_joints`, for :func:`analyse`."""
+    apart), else all in m; and ``model.continuous``, for :func:`analyse`."""
     mask = np.array([kind != "prismatic" for kind in model.joint_types])
-    return ((mask, "rad") if mask.any() else (~mask, "m")) + (continuous_joints(model),)
+    return ((mask, "rad") if mask.any() else (~mask, "m")) + (model.continuous,)
 
 
 def analyse(run, revolute_mask=None, unit="rad", continuous=None):
@@ -292,7 +287,7 @@ class _Recorder:
         self._Float64MultiArray = Float64MultiArray
         self.model = model
         self.names = tuple(model.joint_names)
-        self.continuous = continuous_joints(model)
+        self.continuous = model.continuous
         self.context = Context()
         rclpy.init(context=self.context)
         self.node = rclpy.create_node(f"robot_dynamics_demo_{os.getpid()}", namespace=namespace, context=self.context)
