@@ -113,14 +113,14 @@ def rotors(root, model):
         if not kind.endswith(SIMPLE_TRANSMISSION) or len(joints) != 1 or len(actuators) > 1:
             if _has_rotor(transmission):  # otherwise there is nothing to reflect, hence nothing lost
                 warnings.warn(f"{what} has type {kind!r}, {len(joints)} joints and {len(actuators)} actuators: only a "
-                              "SimpleTransmission of one joint by one actuator is read; its rotor is ignored", stacklevel=4)
+                              "SimpleTransmission of one joint by one actuator is read; its rotor is ignored", stacklevel=5)
             continue
         joint = joints[0].get("name")
         actuator = actuators[0] if actuators else None
         try:
             rotor_inertia, rotor_damping, ratio = _motor(transmission, actuator, what)
         except _Unreadable as error:
-            warnings.warn(f"{error}; {what} skipped", stacklevel=4)
+            warnings.warn(f"{error}; {what} skipped", stacklevel=5)
             continue
         if joint in model.joint_names:
             coordinate, multiplier = model.joint_names.index(joint), 1.0
@@ -133,13 +133,13 @@ def rotors(root, model):
             if rotor_inertia or rotor_damping:
                 masters = ", ".join(master for master, _ in model.couplings[joint][0])
                 warnings.warn(f"{what} names joint {joint!r}, which follows several coordinates ({masters}): its rotor "
-                              "would couple them, and armature is per coordinate; skipped", stacklevel=4)
+                              "would couple them, and armature is per coordinate; skipped", stacklevel=5)
             continue
         elif joint in fixed and rotor_inertia == rotor_damping == 0:
             continue  # a motor on a welded joint, and nothing to reflect: nothing is lost
         else:
             state = "a fixed joint" if joint in fixed else "not a joint of the model"
-            warnings.warn(f"{what} names joint {joint!r}, which is {state}; skipped", stacklevel=4)
+            warnings.warn(f"{what} names joint {joint!r}, which is {state}; skipped", stacklevel=5)
             continue
         found.append(Rotor(coordinate, (multiplier * ratio) ** 2, rotor_inertia, rotor_damping, transmission, actuator))
     return found

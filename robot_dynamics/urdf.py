@@ -63,6 +63,14 @@ def load_urdf(source, mimic=True, couplings=None):
     ...
     robot_dynamics.urdf.URDFError: the URDF has several root links (links that are no joint's child): 'a', 'b'
     """
+    model = _model(source, mimic, couplings)
+    _warn_massless_joints(model)  # a rotor alone gives a joint inertia
+    return model
+
+
+def _model(source, mimic=True, couplings=None):
+    """:func:`load_urdf`'s model without its check for joints that move no mass, which computes the
+    mass matrix: what ``warm_up``'s second process loads, leaving that kernel to the first."""
     xml = _read(source)
     robot, declared = _parse(xml)
     if not mimic:
@@ -70,9 +78,7 @@ def load_urdf(source, mimic=True, couplings=None):
     declared.update(_api_couplings(couplings))
     model = _build(robot, declared)
     armature, motor_damping = reflected_motor_terms(ET.fromstring(xml), model)
-    model = model.with_armature(armature, motor_damping)
-    _warn_massless_joints(model)  # a rotor alone gives a joint inertia
-    return model
+    return model.with_armature(armature, motor_damping)
 
 
 def _read(source):
@@ -175,7 +181,7 @@ def _link_inertial_parameters(link):
         warnings.warn(
             f"{what} has an inertia that violates the triangle inequality (principal moments {principal.tolist()}): "
             "physically impossible, kept as given",
-            stacklevel=4,
+            stacklevel=5,
         )
     pose = _pose(inertial.origin, f"{what} inertial")
     rotation = pose[:3, :3]

@@ -1,31 +1,35 @@
 """Compile the kernels before a control loop starts, not inside its first cycles.
 
 numba compiles a kernel on its first call and keeps it in its on-disk cache: the first start after
-installing compiles (on 2 cores, wall time: all parts 20-30 s, the simulator's part 12-25 s, the dynamics
-node's 10-15 s, depending on the CPU), later starts load the cache in about 1 s.  A node that left this to its first messages
-would miss its first control cycles (and a Ctrl-C arriving meanwhile would wait for the compiler),
-so the nodes call :func:`warm_up` once at start-up, for the parts they use.
+installing compiles (wall time on 2 cores, depending on the CPU: all parts 20-33 s, the simulator's
+part 14-23 s, the dynamics node's 8-15 s; ``robot-dynamics bench core`` measures them), later starts
+load the cache in about 1 s.  A node that left this to its first messages would miss its first
+control cycles (and a Ctrl-C arriving meanwhile would wait for the compiler), so the nodes call
+:func:`warm_up` once at start-up, for the parts they use.
 
-On a cold cache the gravity torques (a Newton-Euler of their own, compiled knowing that ``qd`` and
-``qdd`` are zero) compile in a second process while this one compiles the rest: on 2 cores the
-warm-up takes about 2 s less.  The two write different kernels to the cache; this process waits for
-the other, then loads them (or compiles them itself, should the other have failed).
+On a cold cache two processes compile at once, each different kernels: this one and a second one it
+starts (:func:`_aside`), which writes its kernels to the cache for this one to load, namely the
+simulator step's forward dynamics (``kernels.forward_state``, its largest callee) or else the mass
+matrix, then the gravity torques (a Newton-Euler of their own, compiled knowing that ``qd`` and
+``qdd`` are zero).  This one meanwhile compiles what does not call them, then the rest.  On 2 cores
+that takes about a third less time than one process.  Should the second process fail, this one
+compiles its kernels itself.
 """
 
+import select
 import subprocess
 import sys
+import time
 
 import numpy as np
 
 from . import examples
-from .jit_cache import has_compiled_stamp, write_compiled_stamp
 from .control import friction_torques
-from .dynamics import (
-    _mass, bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix,
-)
+from .dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
+from .jit_cache import cache_directory, has_compiled_stamp, write_compiled_stamp
 from .kinematics import frame_pose, jacobian, kinetic_energy, potential_energy
-from .simulation import INTEGRATORS, Simulator
-from .urdf import load_urdf
+from .simulation import INTEGRATORS, Simulator, compile_forward_state, compile_step_callees
+from .urdf import _model, load_urdf
 
 PARTS = ("dynamics_node", "library", "simulator")
 """What :func:`warm_up` can compile: ``dynamics_node`` (gravity, bias forces, mass matrix: what the
@@ -48,46 +52,59 @@ def warm_up(*parts):
     if unknown:
         raise ValueError(f"unknown warm-up parts {sorted(unknown)}; choose from {', '.join(PARTS)}")
     parts = parts or PARTS
-    misses = sum(_mass.stats.cache_misses.values())
-    arm = load_urdf(examples.TWO_LINK_URDF)  # compiles the mass matrix (load_urdf checks its diagonal)
-    cold = sum(_mass.stats.cache_misses.values()) > misses  # it was not in numba's cache
-    q, qd = np.array([0.3, -0.2]), np.array([0.1, 0.2])
-    wrench = {"tip": np.ones(6)}
-    gravity = {"dynamics_node", "simulator"} & set(parts)  # the simulator node checks a new model with it
-    helper = _compile_gravity_aside() if gravity and cold else None
+    aside = _aside(set(parts))
+    cold = not compiled(*parts) and cache_directory() is not None  # (with no cache, nothing to share)
+    helper = _Helper(aside if cold else [])
     try:
+        arm = _model(examples.TWO_LINK_URDF)  # as load_urdf's, whose mass-matrix check compiles below
+        q, qd = np.array([0.3, -0.2]), np.array([0.1, 0.2])
+        wrench = {"tip": np.ones(6)}
+        if "mass_matrix" not in aside:
+            load_urdf(examples.TWO_LINK_URDF)
+        # first what calls none of the second process's kernels (forward_state's Newton-Euler among them)
         if "dynamics_node" in parts:
-            bias_forces(arm, q, qd)
-            mass_matrix(arm, q)
             friction_torques(arm.viscous_damping, arm.friction, 0.01, qd)  # the dynamics node's compensate_friction
         if "library" in parts:
-            inverse_dynamics(arm, q, qd, qd, external_wrenches=wrench)
             coriolis_matrix(arm, q, qd)
-            forward_dynamics(arm, q, qd, qd, external_wrenches=wrench)
             frame_pose(arm, q, "tip")
             for reference in ("world", "local"):
                 jacobian(arm, q, "tip", reference)
-            kinetic_energy(arm, q, qd)  # also Simulator.energy's
             potential_energy(arm, q)
+        if "simulator" in parts:
+            compile_step_callees(arm)
+        # then, as the second process's kernels reach the cache, what calls them (compiled here if it failed)
+        helper.wait_for("forward_state")
+        if "dynamics_node" in parts:
+            bias_forces(arm, q, qd)
+        if "library" in parts:
+            inverse_dynamics(arm, q, qd, qd, external_wrenches=wrench)
+            forward_dynamics(arm, q, qd, qd, external_wrenches=wrench)
+            kinetic_energy(arm, q, qd)  # also Simulator.energy's
         if "simulator" in parts:
             for integrator in INTEGRATORS:
                 # the shoulder starts beyond its limit (3.14 rad), so the limit response is compiled too
                 sim = Simulator(arm, [3.2, 0.0], qd, integrator=integrator, apply_damping=True, apply_friction=True)
                 sim.step(np.zeros(arm.nv), 1e-3, external_wrenches=wrench)
-        if gravity:
-            if helper is not None:
-                try:
-                    helper.wait(timeout=HELPER_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    helper.kill()  # (and compile them here)
-                    helper.wait()
-            gravity_torques(arm, q)  # from the cache the helper filled (or compiled here if it failed)
+        helper.wait_for("mass_matrix")
+        if "mass_matrix" in aside:
+            load_urdf(examples.TWO_LINK_URDF)
+        if "dynamics_node" in parts:
+            mass_matrix(arm, q)
+        helper.wait_for("gravity_torques")
+        if "gravity_torques" in aside:
+            gravity_torques(arm, q)
     finally:
-        if helper is not None and helper.poll() is None:  # this process was interrupted: so is the helper
-            helper.kill()
-            helper.wait()
+        helper.stop()
     for part in parts:
         write_compiled_stamp(part)
+
+
+def _aside(parts):
+    """What the second process compiles for ``parts``, in this order: the step's forward dynamics
+    (``library``, ``simulator``: the largest single kernel), or else the mass matrix; then the gravity
+    torques (``dynamics_node``, ``simulator``)."""
+    first = "forward_state" if {"library", "simulator"} & parts else "mass_matrix"
+    return [first, "gravity_torques"] if {"dynamics_node", "simulator"} & parts else [first]
 
 
 def compiled(*parts):
@@ -101,24 +118,76 @@ def compiled(*parts):
 
 
 HELPER_TIMEOUT = 120.0
-"""Seconds :func:`warm_up` waits for the process compiling the gravity torques before compiling them itself."""
-
-_GRAVITY = ("import numpy as np, robot_dynamics as rd; "
-            "rd.gravity_torques(rd.load_urdf(rd.examples.TWO_LINK_URDF), np.zeros(2))")
+"""Seconds :func:`warm_up` waits for the second process to compile a kernel before compiling it itself."""
 
 
-def _compile_gravity_aside():
-    """Start a process that compiles the gravity torques into numba's cache, or None if it cannot start.
+class _Helper:
+    """The second compiling process: ``python -m robot_dynamics.warm_up --aside JOB ...`` (:func:`_aside`).
 
+    It prints each job's name once that job's kernels are in the cache; with no jobs, none starts.
     It inherits the environment (``NUMBA_CACHE_DIR`` included) and the process group, so a Ctrl-C
-    ends it too; its output is discarded (a failure there only means this process compiles them).
+    ends it too; a failure there only means this process compiles those kernels itself.
     """
-    try:
-        return subprocess.Popen([sys.executable, "-c", _GRAVITY], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    except OSError:
-        return None
+
+    def __init__(self, jobs):
+        self.jobs = jobs
+        self.deadline = time.monotonic() + HELPER_TIMEOUT
+        self.done = set()
+        self.process = None
+        if not jobs:
+            return
+        try:
+            self.process = subprocess.Popen([sys.executable, "-m", "robot_dynamics.warm_up", "--aside", *jobs], text=True,
+                                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        except OSError:
+            self.process = None
+
+    def wait_for(self, job):
+        """Return once ``job``'s kernels are in the cache, or the process has ended or run out of time;
+        at once if ``job`` is not one of its jobs."""
+        while self.process is not None and job in self.jobs and job not in self.done:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0 or not select.select([self.process.stdout], [], [], remaining)[0]:
+                self.stop()
+                return
+            line = self.process.stdout.readline()
+            if not line:  # it ended
+                self.stop()
+                return
+            self.done.add(line.strip())
+
+    def stop(self):
+        """End the process if it still runs (this one was interrupted, or it took too long)."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self.process.stdout.close()
+        self.process = None
+
+
+def _compile_aside(jobs):
+    """The second process: compile the kernels of ``jobs`` (:func:`_aside`, in this order), saying each done.
+
+    Its model skips ``load_urdf``'s check, which would compile the mass matrix whether a job or not."""
+    done, sys.stdout = sys.stdout, sys.stderr  # stdout says what is done; numba's debug output goes elsewhere
+    arm = _model(examples.TWO_LINK_URDF)
+    zeros = np.zeros(arm.nv)
+    for job in jobs:
+        if job == "mass_matrix":
+            mass_matrix(arm, zeros)
+        elif job == "forward_state":
+            compile_forward_state(arm)
+        elif job == "gravity_torques":
+            gravity_torques(arm, zeros)
+        else:
+            raise ValueError(f"unknown job {job!r}; choose from mass_matrix, forward_state, gravity_torques")
+        print(job, file=done, flush=True)
 
 
 if __name__ == "__main__":  # python -m robot_dynamics.warm_up [PART ...]: what simulation.launch.py runs
-    warm_up(*sys.argv[1:])
+    if sys.argv[1:2] == ["--aside"]:
+        _compile_aside(sys.argv[2:])
+    else:
+        warm_up(*sys.argv[1:])

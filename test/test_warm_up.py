@@ -1,6 +1,6 @@
 """What :func:`robot_dynamics.warm_up.warm_up` compiles, counted (never timed): from an empty
-numba cache, each of the package's kernels for one signature (the gravity torques' in the helper
-process, read back from the cache) and none of numba's slice-copy error messages (their string
+numba cache, each of the package's kernels for one signature, in one of the two processes that compile
+(the second one's read back from the cache) and none of numba's slice-copy error messages (their string
 formatting alone cost ~2.5 s of a cold start); on the second start nothing, everything comes from
 the cache. And the stamp that says a part is compiled (``warm_up.compiled``)."""
 
@@ -14,7 +14,7 @@ from robot_dynamics.warm_up import PARTS
 # Runs in a fresh interpreter (numba keeps what it compiled for the life of a process) and prints
 # every compilation numba reports: (function, its module, argument types).
 RECORD = """
-import json, sys
+import json, os, sys
 from numba.core import event
 
 compiled = []
@@ -28,6 +28,8 @@ class Record(event.Listener):
         pass
 
 event.register("numba:compile", Record())
+if os.environ.get("SECOND_PROCESS_FAILS"):
+    sys.executable = "/bin/false"  # what warm_up starts as its second process exits at once
 from robot_dynamics.warm_up import compiled as stamped, warm_up
 before = stamped(*sys.argv[1:])
 warm_up(*sys.argv[1:])
@@ -39,8 +41,8 @@ print(json.dumps([before, stamped(*sys.argv[1:]), compiled]))
 PER_OFFSET = {"vec", "store", "rotation", "inertia"}
 
 
-def compiled(parts, cache):
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+def compiled(parts, cache, **environment):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), **environment)
     done = subprocess.run([sys.executable, "-c", RECORD, *parts], env=env, capture_output=True, text=True,
                           timeout=900)
     assert done.returncode == 0, done.stderr
@@ -53,15 +55,33 @@ def test_every_kernel_compiles_once_then_loads_from_the_cache(tmp_path):
     stamped, first = compiled(PARTS, tmp_path)
     assert not stamped  # an empty cache
     ours = [name for name, module, _ in first if module.startswith("robot_dynamics")]
-    assert {"_step", "composite_rigid_body", "forward_state", "newton_euler"} <= set(ours)
-    # gravity's own Newton-Euler (compiled knowing that qd and qdd are zero, dynamics._NONE) comes
-    # from the helper process through the cache
-    assert "_gravity" not in ours
+    assert {"_step", "composite_rigid_body", "_mass", "_inverse"} <= set(ours)
+    # the second process's kernels come through the cache: the forward dynamics with its Newton-Euler
+    # (the one the step, the inverse dynamics and the bias forces call), and gravity's own (compiled
+    # knowing that qd and qdd are zero, dynamics._NONE); neither is compiled here as well
+    assert not {"forward_state", "newton_euler", "_gravity"} & set(ours)
     extra = sorted(name for name in set(ours) - PER_OFFSET if ours.count(name) > 1)
     assert not extra, f"compiled for more than one signature: {extra}"
     slice_copies = [entry for entry in first if "raise_with_shape_context" in entry[0]]
     assert not slice_copies, f"a slice copy in the compiled code compiles numba's message: {slice_copies}"
     assert compiled(PARTS, tmp_path) == (True, [])  # the second start loads everything from the cache
+
+
+def test_the_dynamics_node_part_leaves_mass_matrix_and_gravity_to_the_second_process(tmp_path):
+    _, first = compiled(["dynamics_node"], tmp_path)
+    ours = {name for name, module, _ in first if module.startswith("robot_dynamics")}
+    assert {"_bias", "newton_euler", "friction_torques"} <= ours
+    assert not {"_mass", "composite_rigid_body", "_gravity"} & ours
+
+
+def test_without_the_second_process_this_one_compiles_everything(tmp_path):
+    stamped, first = compiled(["simulator"], tmp_path, SECOND_PROCESS_FAILS="1")
+    assert not stamped
+    ours = [name for name, module, _ in first if module.startswith("robot_dynamics")]
+    assert {"_step", "forward_state", "newton_euler", "_gravity", "_mass"} <= set(ours)
+    extra = sorted(name for name in set(ours) - PER_OFFSET if ours.count(name) > 1 and name != "newton_euler")
+    assert not extra, f"compiled for more than one signature: {extra}"  # (gravity has its own Newton-Euler)
+    assert compiled(["simulator"], tmp_path) == (True, [])
 
 
 def test_a_compiled_stamp_counts_only_for_these_sources_this_numba_and_this_python(tmp_path, monkeypatch):

@@ -119,6 +119,24 @@ def start_up_costs():
     return load_ms, first, cached
 
 
+def warm_up_costs():
+    """``(part, seconds from an empty numba cache, seconds from the filled one)``: the wall time of
+    ``python -m robot_dynamics.warm_up PART`` (what a node runs at start-up: its two compiling
+    processes on a cold cache), for the dynamics node's part, the simulator's and all parts."""
+    rows = []
+    for part in ("dynamics_node", "simulator", None):
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+            seconds = []
+            for _ in range(2):
+                start = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "robot_dynamics.warm_up", *([part] if part else [])], env=env,
+                               check=True)
+                seconds.append(time.perf_counter() - start)
+        rows.append((part or "all parts", *seconds))
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--number", type=int, default=2000, help="calls per timing run (default 2000)")
@@ -132,6 +150,9 @@ def main(argv=None):
     print(f"\nload_urdf(talos_full_v2): {load_ms:.1f} ms")
     print(f"start-up (import + first call of every function): {first:.1f} s with an empty JIT cache, "
           f"{cached:.2f} s cached")
+    print("\n| warm-up (python -m robot_dynamics.warm_up PART) | empty cache (s) | cached (s) |\n|---|---|---|")
+    for part, cold, cached in warm_up_costs():
+        print(f"| {part} | {cold:.1f} | {cached:.1f} |")
 
 
 if __name__ == "__main__":
