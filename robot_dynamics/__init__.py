@@ -5,7 +5,7 @@ units; spatial vectors ``[angular; linear]``; ``model.gravity`` is the physical 
 acceleration (default ``(0, 0, -9.81)``) and the holding torque is ``+gravity_torques(q)``.
 """
 
-from .jit_cache import drop_stale_kernels
+from .jit_cache import drop_stale_kernels, lock_cache_saves
 
 drop_stale_kernels()  # before any kernel loads from numba's cache
 
@@ -19,6 +19,8 @@ from .kinematics import frame_pose, jacobian, kinetic_energy, operational_space_
 from .model import RobotModel
 from .regressor import inertial_parameters, regressor
 from .urdf import URDFError, load_urdf
+
+lock_cache_saves()  # every compiled module is imported by now (this imports the simulator's too)
 
 __all__ = [
     "RobotModel", "URDFError", "load_urdf",

@@ -8,18 +8,27 @@ from it the package's cached kernels are dropped; they compile again, once.
 """
 
 import hashlib
+import importlib
 import sys
 import warnings
 from pathlib import Path
 
 import numba
 from numba.core.caching import FunctionCache
+from numba.core.registry import CPUDispatcher
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: saves go unlocked, as numba's own
+    fcntl = None
 
 #: the modules with compiled (``cache=True``) functions, all in this directory
 COMPILED_MODULES = ("control", "dynamics", "kernels", "kinematics", "regressor", "simulation", "spatial")
 FINGERPRINT_FILE = "robot_dynamics-sources.sha256"
 #: written by :func:`write_compiled_stamp` once a warm-up part has compiled; dropped with the kernels
 COMPILED_STAMP = "robot_dynamics-compiled-{part}"
+#: the lock file in the cache directory that :class:`LockedSaves` holds while it saves a kernel
+SAVE_LOCK = "robot_dynamics-save.lock"
 
 
 def source_fingerprint() -> str:
@@ -92,3 +101,31 @@ def has_compiled_stamp(part: str) -> bool:
         return cache is not None and (cache / COMPILED_STAMP.format(part=part)).read_text() == _compiled_stamp_text()
     except OSError:
         return False
+
+
+class LockedSaves(FunctionCache):
+    """numba's on-disk cache of one kernel, saving under a lock on the cache directory.
+
+    numba rewrites a kernel's index file without one. ``warm_up`` compiles in two processes, which
+    may save two signatures of one kernel at the same moment (``kernels.vec`` has one per column
+    offset): both could then name their code the same data file, and the index would point one
+    signature at the other's code.  Under the lock, each save reads the index the last one wrote.
+    """
+
+    def save_overload(self, sig, data):
+        if fcntl is None:
+            return super().save_overload(sig, data)
+        self._impl.locator.ensure_cache_path()  # (a new cache directory exists only from the first save)
+        with open(Path(self._cache_path) / SAVE_LOCK, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            return super().save_overload(sig, data)
+
+
+def lock_cache_saves() -> None:
+    """Give every cached kernel of :data:`COMPILED_MODULES` a :class:`LockedSaves` cache (at import,
+    before anything compiles)."""
+    for name in COMPILED_MODULES:
+        module = importlib.import_module(f"{__package__}.{name}")
+        for value in vars(module).values():
+            if isinstance(value, CPUDispatcher) and type(value._cache) is FunctionCache:
+                value._cache = LockedSaves(value.py_func)

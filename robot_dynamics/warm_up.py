@@ -1,8 +1,8 @@
 """Compile the kernels before a control loop starts, not inside its first cycles.
 
 numba compiles a kernel on its first call and keeps it in its on-disk cache: the first start after
-installing compiles (wall time on 2 cores, depending on the CPU: all parts 20-33 s, the simulator's
-part 14-23 s, the dynamics node's 8-15 s; ``robot-dynamics bench core`` measures them), later starts
+installing compiles (wall time on 2 cores, depending on the CPU: all parts up to 33 s, the simulator's
+part up to 23 s, the dynamics node's up to 15 s; ``robot-dynamics bench core`` measures them), later starts
 load the cache in about 1 s.  A node that left this to its first messages would miss its first
 control cycles (and a Ctrl-C arriving meanwhile would wait for the compiler), so the nodes call
 :func:`warm_up` once at start-up, for the parts they use.
@@ -12,7 +12,7 @@ starts (:func:`_aside`), which writes its kernels to the cache for this one to l
 simulator step's forward dynamics (``kernels.forward_state``, its largest callee) or else the mass
 matrix, then the gravity torques (a Newton-Euler of their own, compiled knowing that ``qd`` and
 ``qdd`` are zero).  This one meanwhile compiles what does not call them, then the rest.  On 2 cores
-that takes about a third less time than one process.  Should the second process fail, this one
+that takes a quarter to a third less time than one process.  Should the second process fail, this one
 compiles its kernels itself.
 """
 
@@ -126,18 +126,19 @@ class _Helper:
 
     It prints each job's name once that job's kernels are in the cache; with no jobs, none starts.
     It inherits the environment (``NUMBA_CACHE_DIR`` included) and the process group, so a Ctrl-C
-    ends it too; a failure there only means this process compiles those kernels itself.
+    ends it too, and ends at its next job's end if this process is gone; a failure there (its output
+    is discarded) only means this process compiles those kernels itself.
     """
 
     def __init__(self, jobs):
         self.jobs = jobs
-        self.deadline = time.monotonic() + HELPER_TIMEOUT
         self.done = set()
         self.process = None
         if not jobs:
             return
         try:
-            self.process = subprocess.Popen([sys.executable, "-m", "robot_dynamics.warm_up", "--aside", *jobs], text=True,
+            # unbuffered: a line read leaves none behind where select cannot see it
+            self.process = subprocess.Popen([sys.executable, "-m", "robot_dynamics.warm_up", "--aside", *jobs], bufsize=0,
                                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         except OSError:
             self.process = None
@@ -145,8 +146,9 @@ class _Helper:
     def wait_for(self, job):
         """Return once ``job``'s kernels are in the cache, or the process has ended or run out of time;
         at once if ``job`` is not one of its jobs."""
+        deadline = time.monotonic() + HELPER_TIMEOUT
         while self.process is not None and job in self.jobs and job not in self.done:
-            remaining = self.deadline - time.monotonic()
+            remaining = deadline - time.monotonic()
             if remaining <= 0 or not select.select([self.process.stdout], [], [], remaining)[0]:
                 self.stop()
                 return
@@ -154,7 +156,7 @@ class _Helper:
             if not line:  # it ended
                 self.stop()
                 return
-            self.done.add(line.strip())
+            self.done.add(line.decode().strip())
 
     def stop(self):
         """End the process if it still runs (this one was interrupted, or it took too long)."""
@@ -171,7 +173,7 @@ def _compile_aside(jobs):
     """The second process: compile the kernels of ``jobs`` (:func:`_aside`, in this order), saying each done.
 
     Its model skips ``load_urdf``'s check, which would compile the mass matrix whether a job or not."""
-    done, sys.stdout = sys.stdout, sys.stderr  # stdout says what is done; numba's debug output goes elsewhere
+    done, sys.stdout = sys.stdout, sys.stderr  # stdout says what is done; numba's debug output is discarded
     arm = _model(examples.TWO_LINK_URDF)
     zeros = np.zeros(arm.nv)
     for job in jobs:

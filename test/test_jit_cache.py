@@ -53,3 +53,32 @@ def test_every_module_with_cached_kernels_is_in_the_fingerprint():
     package = Path(rd.__file__).parent
     cached = {path.stem for path in package.rglob("*.py") if "numba.njit(cache=True" in path.read_text()}
     assert cached == set(COMPILED_MODULES)
+
+
+def test_every_cached_kernel_saves_under_the_lock(tmp_path, monkeypatch):
+    """Two processes saving signatures of one kernel at once (warm_up's) take turns (jit_cache.LockedSaves)."""
+    import numba
+    from numba.core.registry import CPUDispatcher
+
+    from robot_dynamics import jit_cache
+
+    for name in jit_cache.COMPILED_MODULES:
+        module = sys.modules[f"robot_dynamics.{name}"]
+        kernels = [value for value in vars(module).values()
+                   if isinstance(value, CPUDispatcher) and value.py_func.__module__ == module.__name__]
+        assert kernels and all(isinstance(kernel._cache, jit_cache.LockedSaves) for kernel in kernels), name
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+    held = []
+
+    def flock(file, operation):
+        held.append((Path(file.name).name, operation, sorted(p.name for p in tmp_path.rglob("*.nbi"))))
+
+    monkeypatch.setattr(jit_cache.fcntl, "flock", flock)
+    twice = numba.njit(cache=True)(lambda x: 2 * x)
+    twice._cache = jit_cache.LockedSaves(twice.py_func)
+    assert twice(3) == 6 and twice(1.5) == 3.0  # two signatures, two saves
+    assert [(name, operation) for name, operation, _ in held] == [(jit_cache.SAVE_LOCK, jit_cache.fcntl.LOCK_EX)] * 2
+    assert held[0][2] == [] and len(held[1][2]) == 1  # each taken before its save wrote the index
+    assert len(list(tmp_path.rglob("*.nbc"))) == 2

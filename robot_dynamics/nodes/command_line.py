@@ -49,11 +49,11 @@ EXECUTABLES = {e.name: e for e in (
     Executable("dynamics_node", "robot_dynamics.nodes.dynamics_node:DynamicsNode",
                "robot_dynamics.nodes.dynamics_plan", "robot_dynamics",
                "Gravity, bias and computed torques and the mass matrix of the robot in robot_description, "
-               "for every joint_states message.", "8-15 s", "single"),
+               "for every joint_states message.", "up to 15 s", "single"),
     Executable("simulator_node", "robot_dynamics.nodes.simulator_node:SimulatorNode",
                "robot_dynamics.nodes.simulator_plan", "robot_dynamics_simulator",
                "The forward dynamics of the robot in robot_description, integrated in (or faster than) real "
-               "time: effort commands in, joint_states out.", "14-23 s",
+               "time: effort commands in, joint_states out.", "up to 23 s",
                "events"),  # its paced timer keeps the pace only with the EventsExecutor's lower overhead
     Executable("trajectory_publisher", "robot_dynamics.nodes.trajectory_publisher:TrajectoryPublisher",
                "robot_dynamics.nodes.trajectory_plan", "trajectory_publisher",

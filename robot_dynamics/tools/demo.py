@@ -601,7 +601,7 @@ def compile_kernels(progress):
     """
     from robot_dynamics.warm_up import warm_up
 
-    progress.done("compiling the dynamics kernels (first run after installing only: 20-33 s on two "
+    progress.done("compiling the dynamics kernels (first run after installing only: up to 33 s on two "
                   "free cores, longer on a busy machine; later runs load them in about 1 s) ...")
     started = time.monotonic()
     warm_up()

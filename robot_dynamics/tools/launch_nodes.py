@@ -82,7 +82,7 @@ def compile_kernels(*parts):
         return
     log = launch.logging.get_logger("robot_dynamics")
     log.info("compiling the dynamics kernels before starting the nodes (first launch after installing "
-             "only: 20-33 s on 2 cores; later launches load them in about 1 s) ...")
+             "only: up to 33 s on 2 cores; later launches load them in about 1 s) ...")
     started = time.monotonic()
     status = subprocess.run([sys.executable, "-m", "robot_dynamics.warm_up", *parts], stdin=subprocess.DEVNULL).returncode
     if status == 0:
