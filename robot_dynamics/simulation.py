@@ -356,8 +356,9 @@ def compile_forward_state(model):
 
 
 def compile_step_callees(model):
-    """Compile the other kernels :func:`_step` calls (all but :func:`kernels.forward_state`, see
-    :func:`compile_forward_state`), for the argument types it passes them."""
+    """Compile the other kernels :func:`_step` calls, for the argument types it passes them: all but
+    :func:`kernels.forward_state` (:func:`compile_forward_state`) and ``kernels.joint_poses``, which
+    the mass matrix of ``load_urdf``'s check compiles."""
     topology, bodies, _ = model._kernel_arrays
     n = model.nv
     (poses, *_), _, world, _ = _new_workspace(topology, n)

@@ -70,7 +70,7 @@ def load_urdf(source, mimic=True, couplings=None):
 
 def _model(source, mimic=True, couplings=None):
     """:func:`load_urdf`'s model without its check for joints that move no mass, which computes the
-    mass matrix: what ``warm_up``'s second process loads, leaving that kernel to the first."""
+    mass matrix: ``warm_up``'s two processes load this one, and compile that kernel in one of them."""
     xml = _read(source)
     robot, declared = _parse(xml)
     if not mimic:
