@@ -8,6 +8,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 from robot_dynamics.warm_up import PARTS
 
@@ -83,6 +85,44 @@ def test_without_the_second_process_this_one_compiles_everything(tmp_path):
     extra = sorted(name for name in set(ours) - PER_OFFSET - {"newton_euler"} if ours.count(name) > 1)
     assert not extra, f"compiled for more than one signature: {extra}"
     assert compiled(["simulator"], tmp_path) == (True, [])
+
+
+# Prints the second process's pid, then compiles (the test kills this process meanwhile).
+ORPHAN = """
+from robot_dynamics import warm_up
+
+start = warm_up._Helper.__init__
+
+def started(self, jobs):
+    start(self, jobs)
+    print(self.process.pid, flush=True)
+
+warm_up._Helper.__init__ = started
+warm_up.warm_up("simulator")
+"""
+
+
+def running(pid):
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] not in ("Z", "X")
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def test_the_second_process_ends_soon_after_the_first(tmp_path):
+    """As when a node is killed during its warm-up: it exits at once, without stopping the second process."""
+    first = subprocess.Popen([sys.executable, "-c", ORPHAN], env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path)),
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        second = int(first.stdout.readline())
+        assert running(second)
+    finally:
+        first.kill()
+        first.wait()
+    deadline = time.monotonic() + 5.0
+    while running(second) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not running(second), "the second process outlived the first"
 
 
 def test_a_compiled_stamp_counts_only_for_these_sources_this_numba_and_this_python(tmp_path, monkeypatch):
