@@ -31,7 +31,7 @@ from .dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_to
 from .jit_cache import cache_directory, has_compiled_stamp, write_compiled_stamp
 from .kinematics import frame_pose, jacobian, kinetic_energy, potential_energy
 from .simulation import INTEGRATORS, Simulator, compile_forward_state, compile_step_callees
-from .urdf import _model, load_urdf
+from .urdf import _model
 
 PARTS = ("dynamics_node", "library", "simulator")
 """What :func:`warm_up` can compile: ``dynamics_node`` (gravity, bias forces, mass matrix: what the
@@ -58,11 +58,11 @@ def warm_up(*parts):
     cold = not compiled(*parts) and cache_directory() is not None  # (with no cache, nothing to share)
     helper = _Helper(aside if cold else [])
     try:
-        arm = _model(examples.TWO_LINK_URDF)  # as load_urdf's, whose mass-matrix check compiles below
+        arm = _model(examples.TWO_LINK_URDF)  # load_urdf's model; its mass-matrix check is the mass_matrix job
         q, qd = np.array([0.3, -0.2]), np.array([0.1, 0.2])
         wrench = {"tip": np.ones(6)}
         if "mass_matrix" not in aside:
-            load_urdf(examples.TWO_LINK_URDF)
+            _JOBS["mass_matrix"](arm)
         # first what calls none of the second process's kernels (forward_state's Newton-Euler among them)
         if "dynamics_node" in parts:
             friction_torques(arm.viscous_damping, arm.friction, 0.01, qd)  # the dynamics node's compensate_friction
@@ -87,18 +87,23 @@ def warm_up(*parts):
                 # the shoulder starts beyond its limit (3.14 rad), so the limit response is compiled too
                 sim = Simulator(arm, [3.2, 0.0], qd, integrator=integrator, apply_damping=True, apply_friction=True)
                 sim.step(np.zeros(arm.nv), 1e-3, external_wrenches=wrench)
-        helper.wait_for("mass_matrix")
-        if "mass_matrix" in aside:
-            load_urdf(examples.TWO_LINK_URDF)
-        if "dynamics_node" in parts:
-            mass_matrix(arm, q)
-        helper.wait_for("gravity_torques")
-        if "gravity_torques" in aside:
-            gravity_torques(arm, q)
+        for job in ("mass_matrix", "gravity_torques"):
+            if job in aside:
+                helper.wait_for(job)
+                _JOBS[job](arm)
     finally:
         helper.stop()
     for part in parts:
         write_compiled_stamp(part)
+
+
+#: what the second process compiles, by name (:func:`_aside`): a call on the example arm.  The mass
+#: matrix is what ``load_urdf``'s check calls (every node loads a model) and the dynamics node's.
+_JOBS = {
+    "mass_matrix": lambda arm: mass_matrix(arm, np.zeros(arm.nv)),
+    "forward_state": compile_forward_state,
+    "gravity_torques": lambda arm: gravity_torques(arm, np.zeros(arm.nv)),
+}
 
 
 def _aside(parts):
@@ -179,16 +184,8 @@ def _compile_aside(jobs):
     done, sys.stdout = sys.stdout, sys.stderr  # stdout says what is done; numba's debug output is discarded
     threading.Thread(target=_exit_with_the_first, daemon=True).start()
     arm = _model(examples.TWO_LINK_URDF)
-    zeros = np.zeros(arm.nv)
     for job in jobs:
-        if job == "mass_matrix":
-            mass_matrix(arm, zeros)
-        elif job == "forward_state":
-            compile_forward_state(arm)
-        elif job == "gravity_torques":
-            gravity_torques(arm, zeros)
-        else:
-            raise ValueError(f"unknown job {job!r}; choose from mass_matrix, forward_state, gravity_torques")
+        _JOBS[job](arm)
         print(job, file=done, flush=True)
 
 
