@@ -294,19 +294,28 @@ def _integrate(method, physics, commands, q, qd, h, workspace):
     v, a = qd, np.zeros_like(qd)
     for i in range(stages):
         c = RK4_NODES[i]
-        q_stage, v = q + c * h * v, qd + c * h * a
+        q_stage, v = _plus_scaled(q, c * h, v), _plus_scaled(qd, c * h, a)
         a, singular = _acceleration(physics, q_stage, v, commands[min(RK4_COMMAND_ROWS[i], last)], workspace)
         if singular >= 0:  # the stages after it would start from a meaningless acceleration
             return q, qd, singular
         weight = RK4_WEIGHTS[i] if method == RK4 else 1.0
-        q_rate += weight * v
-        qd_rate += weight * a
+        q_rate, qd_rate = _plus_scaled(q_rate, weight, v), _plus_scaled(qd_rate, weight, a)
     if method == DERIVATIVE:
         return q_rate, qd_rate, -1
     if method == SEMI_IMPLICIT_EULER:
-        qd_next = qd + h * a
-        return q + h * qd_next, qd_next, -1
-    return q + h * q_rate, qd + h * qd_rate, -1
+        qd_next = _plus_scaled(qd, h, a)
+        return _plus_scaled(q, h, qd_next), qd_next, -1
+    return _plus_scaled(q, h, q_rate), _plus_scaled(qd, h, qd_rate), -1
+
+
+@njit
+def _plus_scaled(x, s, y):
+    """``x + s y`` for vectors: the one compiled loop behind every update of a step (numba would compile
+    each array expression ``x + s * y`` as a function of its own, about 1 s more of the step's first compile)."""
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i] = x[i] + s * y[i]
+    return out
 
 
 @njit
@@ -324,7 +333,10 @@ def _step(method, physics, effort_limit, commands, q, qd, h, out):
     for value in commands.ravel():
         if not math.isfinite(value):
             return BAD_COMMAND
-    applied = np.minimum(np.maximum(commands, -effort_limit), effort_limit)
+    applied = np.empty_like(commands)  # sat(command), by loops for the reason of _plus_scaled
+    for row in range(commands.shape[0]):
+        for i in range(commands.shape[1]):
+            applied[row, i] = min(max(commands[row, i], -effort_limit[i]), effort_limit[i])
     workspace = _new_workspace(physics[0], physics[4].shape[0])  # topology, damping: one per coordinate
     q_next, qd_next, singular = _integrate(method, physics, applied, q, qd, h, workspace)
     if singular >= 0:
