@@ -191,8 +191,12 @@ def _compile_aside(jobs):
 
 def _exit_with_the_first():
     """End this process once the first has ended, which closes our standard input (a node killed
-    in its warm-up exits without stopping us)."""
-    sys.stdin.buffer.read()
+    in its warm-up exits without stopping us).
+
+    It reads the file descriptor itself: blocked in ``sys.stdin.buffer.read()``, this thread would
+    hold the reader's lock while the process exits after its jobs, and Python aborts on that."""
+    while os.read(sys.stdin.fileno(), 4096):
+        pass
     os._exit(1)
 
 

@@ -125,6 +125,20 @@ def test_the_second_process_ends_soon_after_the_first(tmp_path):
     assert not running(second), "the second process outlived the first"
 
 
+def test_the_second_process_exits_cleanly_after_its_jobs(tmp_path):
+    """Its jobs done, it exits with status 0 while the first still holds its standard input open
+    (a thread blocked reading it once made Python abort at exit)."""
+    second = subprocess.Popen([sys.executable, "-m", "robot_dynamics.warm_up", "--aside", "gravity_torques"],
+                              env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path)), stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert second.stdout.readline() == "gravity_torques\n"
+        assert second.wait(timeout=60) == 0, second.stderr.read()
+    finally:
+        second.kill()
+        second.communicate()
+
+
 def test_a_compiled_stamp_counts_only_for_these_sources_this_numba_and_this_python(tmp_path, monkeypatch):
     """What simulation.launch.py asks (warm_up.compiled) before it compiles the kernels for its nodes."""
     from robot_dynamics import jit_cache
