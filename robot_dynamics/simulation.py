@@ -310,8 +310,9 @@ def _integrate(method, physics, commands, q, qd, h, workspace):
 
 @njit
 def _plus_scaled(x, s, y):
-    """``x + s y`` for vectors: the one compiled loop behind every update of a step (numba would compile
-    each array expression ``x + s * y`` as a function of its own, about 1 s more of the step's first compile)."""
+    """``x + s y`` for vectors: one compiled loop for all the integrators' updates (numba compiles each
+    array expression such as ``x + s * y`` as a function of its own: the eight here cost the step's first
+    compile about 1 s more)."""
     out = np.empty_like(x)
     for i in range(x.shape[0]):
         out[i] = x[i] + s * y[i]
