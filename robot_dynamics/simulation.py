@@ -179,10 +179,10 @@ def _limit_correction(L, q, qd, free, lower, upper, omega):
     for k in range(count):
         columns[k, joints[k]] = 1.0
         cholesky_substitute(L, columns[k])
-    active = np.ones(count, dtype=np.bool_)
-    for _ in range(count):
-        rows = np.flatnonzero(active)
-        m = rows.shape[0]
+    rows = np.empty(count, dtype=np.int64)  # the contacts still held, ascending: the first m of them
+    for a in range(count):
+        rows[a] = a
+    for m in range(count, 0, -1):
         W = np.empty((m, m))
         rhs = np.empty(m)
         for a in range(m):
@@ -202,9 +202,8 @@ def _limit_correction(L, q, qd, free, lower, upper, omega):
                 for r in range(n):
                     out[r] += columns[rows[a], r] * tau[a]
             return out
-        active[rows[worst]] = False  # a wall pushes, never pulls: release the worst puller
-        if m == 1:
-            break
+        for a in range(worst, m - 1):  # a wall pushes, never pulls: release the worst puller
+            rows[a] = rows[a + 1]
     return out
 
 

@@ -465,6 +465,59 @@ def test_every_panda_joint_into_its_limit_at_once(integrator, direction):
     np.testing.assert_array_equal(sim.applied_effort, direction * model.effort_limits)
 
 
+def limit_targets(q, qd, lower, upper, omega):
+    """The module docstring's contact law: each joint beyond a limit, ``s (w^2 p + 2 w dp/dt)``."""
+    below, above = q < lower, q > upper
+    side = np.where(below, 1.0, -1.0)
+    depth = np.where(below, lower - q, q - upper)
+    rate = np.where(below, -qd, qd)
+    return below | above, side, side * (omega**2 * depth + 2 * omega * rate)
+
+
+def test_limit_contacts_push_never_pull_and_the_held_ones_meet_their_law():
+    """``_limit_correction`` against its equations, on random coupled inertias: the torques
+    ``tau = M c`` behind its correction ``c`` act only on joints beyond a limit and push there; each
+    joint that keeps a torque gets exactly the contact law's acceleration; a contact that would pull
+    is released (in some cases here: its torque is zero)."""
+    rng = np.random.default_rng(7)
+    omega, released = 500.0, 0
+    for _ in range(300):
+        n = int(rng.integers(1, 8))
+        A = rng.normal(size=(n, n))
+        M = A @ A.T + 0.1 * np.eye(n)
+        L = M.copy()
+        assert rd.kernels.cholesky_factor(L) == -1
+        lower, upper = -np.ones(n), np.ones(n)
+        q, qd, free = rng.uniform(-1.3, 1.3, n), rng.normal(scale=3.0, size=n), rng.normal(scale=50.0, size=n)
+        correction = simulation._limit_correction(L, q, qd, free, lower, upper, omega)
+        tau = M @ correction
+        beyond, side, target = limit_targets(q, qd, lower, upper, omega)
+        scale = 1e-9 * (1.0 + np.abs(tau).max())
+        held = beyond & (np.abs(tau) > scale)
+        assert np.all(np.abs(tau[~beyond]) <= scale)
+        assert np.all(side[held] * tau[held] > 0)
+        np.testing.assert_allclose((free + correction)[held], target[held], rtol=1e-9, atol=1e-6)
+        released += np.any(beyond & ~held)
+    assert released > 10
+
+
+def test_a_contact_that_would_pull_is_released():
+    """Two coupled joints beyond their upper limits: the first pressed outward (held), the second
+    leaving its wall fast, which only a pull could slow to the contact law: it is released, and the
+    first alone is held, ``tau_0 = (target_0 - free_0) / (M^-1)_00``."""
+    M = np.array([[2.0, 0.5], [0.5, 1.0]])
+    L = M.copy()
+    rd.kernels.cholesky_factor(L)
+    q, qd, free = np.array([1.01, 1.01]), np.array([0.0, -30.0]), np.array([40.0, 0.0])
+    lower, upper, omega = -np.ones(2), np.ones(2), 500.0
+    _, _, target = limit_targets(q, qd, lower, upper, omega)
+    inverse = np.linalg.inv(M)
+    tau_0 = (target[0] - free[0]) / inverse[0, 0]
+    assert tau_0 < 0  # pushes inward from the upper limit
+    correction = simulation._limit_correction(L, q, qd, free, lower, upper, omega)
+    np.testing.assert_allclose(correction, inverse[:, 0] * tau_0, rtol=1e-12)
+
+
 def test_effort_saturation_caps_the_applied_effort():
     model = model_of("panda7")
     huge = np.array([1000.0, -1000.0, 50.0, -1000.0, 1000.0, -5.0, 1000.0])
