@@ -30,15 +30,15 @@ from .control import friction_torques
 from .dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
 from .jit_cache import cache_directory, has_compiled_stamp, write_compiled_stamp
 from .kinematics import frame_pose, jacobian, kinetic_energy, potential_energy
-from .simulation import INTEGRATORS, Simulator, compile_forward_state, compile_step_callees
+from .simulation import Simulator, compile_forward_state, compile_step_callees
 from .urdf import _model
 
 PARTS = ("dynamics_node", "library", "simulator")
 """What :func:`warm_up` can compile: ``dynamics_node`` (gravity, bias forces, mass matrix: what the
 dynamics node calls), ``library`` (the rest of the public functions: inverse and forward dynamics with
-wrenches, Coriolis matrix, poses, Jacobians, energies), ``simulator`` (:class:`Simulator` steps with
-every integrator, and the gravity torques with which it checks a new model: what the simulator node
-calls; :meth:`Simulator.energy` is in ``library``)."""
+wrenches, Coriolis matrix, poses, Jacobians, energies), ``simulator`` (a :class:`Simulator` step, whose
+kernel serves every integrator, and the gravity torques with which it checks a new model: what the
+simulator node calls; :meth:`Simulator.energy` is in ``library``)."""
 
 
 def warm_up(*parts):
@@ -83,10 +83,11 @@ def warm_up(*parts):
             forward_dynamics(arm, q, qd, qd, external_wrenches=wrench)
             kinetic_energy(arm, q, qd)  # also Simulator.energy's
         if "simulator" in parts:
-            for integrator in INTEGRATORS:
-                # the shoulder starts beyond its limit (3.14 rad), so the limit response is compiled too
-                sim = Simulator(arm, [3.2, 0.0], qd, integrator=integrator, apply_damping=True, apply_friction=True)
-                sim.step(np.zeros(arm.nv), 1e-3, external_wrenches=wrench)
+            # One step compiles every integrator: the step kernel takes the method as an argument, and the
+            # adaptive integrator evaluates its right-hand side with it (scipy, 0.3-0.6 s to import, is left
+            # to its first step).  The shoulder starts beyond its limit (3.14 rad): the limit response too.
+            sim = Simulator(arm, [3.2, 0.0], qd, apply_damping=True, apply_friction=True)
+            sim.step(np.zeros(arm.nv), 1e-3, external_wrenches=wrench)
         for job in ("mass_matrix", "gravity_torques"):
             if job in aside:
                 helper.wait_for(job)
