@@ -41,7 +41,7 @@ class Executable:
     plan: str           # module with PARAMETERS, TOPICS (and SERVICES)
     node_name: str      # the default node name
     summary: str
-    compile_time: str   # how long compiling its dynamics kernels takes on 2 free cores ("": it has none)
+    compile_time: str   # how long compiling its dynamics kernels takes on 2 cores ("": it has none)
     executor: str       # its default executor, one of EXECUTORS
 
 
@@ -49,11 +49,11 @@ EXECUTABLES = {e.name: e for e in (
     Executable("dynamics_node", "robot_dynamics.nodes.dynamics_node:DynamicsNode",
                "robot_dynamics.nodes.dynamics_plan", "robot_dynamics",
                "Gravity, bias and computed torques and the mass matrix of the robot in robot_description, "
-               "for every joint_states message.", "up to 15 s", "single"),
+               "for every joint_states message.", "about 6 s on 2 free cores, up to 15 s on a busy machine", "single"),
     Executable("simulator_node", "robot_dynamics.nodes.simulator_node:SimulatorNode",
                "robot_dynamics.nodes.simulator_plan", "robot_dynamics_simulator",
                "The forward dynamics of the robot in robot_description, integrated in (or faster than) real "
-               "time: effort commands in, joint_states out.", "up to 23 s",
+               "time: effort commands in, joint_states out.", "about 9 s on 2 free cores, up to 23 s on a busy machine",
                "events"),  # its paced timer keeps the pace only with the EventsExecutor's lower overhead
     Executable("trajectory_publisher", "robot_dynamics.nodes.trajectory_publisher:TrajectoryPublisher",
                "robot_dynamics.nodes.trajectory_plan", "trajectory_publisher",
@@ -155,8 +155,8 @@ def main(name: str, args=None) -> int:
             print(f"{name}: --urdf: {exc}", file=sys.stderr)
             return 2
         overrides = [("robot_description", xml)]
-    doing = (f"loading the dynamics kernels (compiled on the first start after installing, {executable.compile_time} "
-             "on 2 cores; about 1 s after)" if executable.compile_time else "loading ROS")
+    doing = (f"loading the dynamics kernels (compiled on the first start after installing, {executable.compile_time}; "
+             "about 1 s after)" if executable.compile_time else "loading ROS")
     print(f"[{name}] starting: {doing}", file=sys.stderr, flush=True)
 
     from rclpy.parameter import Parameter

@@ -601,8 +601,8 @@ def compile_kernels(progress):
     """
     from robot_dynamics.warm_up import warm_up
 
-    progress.done("compiling the dynamics kernels (first run after installing only: up to 33 s on two "
-                  "free cores, longer on a busy machine; later runs load them in about 1 s) ...")
+    progress.done("compiling the dynamics kernels (first run after installing only: about 15 s on two "
+                  "free cores, up to 33 s on a busy machine; later runs load them in about 1 s) ...")
     started = time.monotonic()
     warm_up()
     progress.done(f"dynamics kernels ready in {time.monotonic() - started:.1f} s")

@@ -81,8 +81,8 @@ def compile_kernels(*parts):
     if compiled(*parts) or cache_directory() is None:  # (with no cache to fill, each node compiles its own)
         return
     log = launch.logging.get_logger("robot_dynamics")
-    log.info("compiling the dynamics kernels before starting the nodes (first launch after installing "
-             "only: up to 33 s on 2 cores; later launches load them in about 1 s) ...")
+    log.info("compiling the dynamics kernels before starting the nodes (first launch after installing only: "
+             "about 15 s on 2 free cores, up to 33 s on a busy machine; later launches load them in about 1 s) ...")
     started = time.monotonic()
     status = subprocess.run([sys.executable, "-m", "robot_dynamics.warm_up", *parts], stdin=subprocess.DEVNULL).returncode
     if status == 0:
