@@ -66,11 +66,26 @@ def resolve_urdf(argument):
         raise CLIError(str(exc)) from None
 
 
-def load_model(argument, mimic=True):
-    """(model, path, [warning messages]) for a URDF argument; load warnings are captured."""
+#: the warm-up parts (:data:`robot_dynamics.warm_up.PARTS`, all: ``()``) whose kernels each command
+#: calls, and how long compiling them takes on two free cores (docs/benchmarks.md, "First start")
+COMMAND_KERNELS = {
+    "info": (("dynamics_node",), "about 6 s"),
+    "gravity": (("dynamics_node",), "about 6 s"),
+    "mass-matrix": (("dynamics_node",), "about 6 s"),
+    "excite": (("dynamics_node", "library"), "about 11 s"),
+    "identify": (("dynamics_node", "library"), "about 11 s"),
+    "demo": ((), "about 15 s"),  # the nodes' too: compiled here once, not by three nodes at once
+}
+
+
+def load_model(argument, command, mimic=True):
+    """(model, path, [warning messages]) for a URDF argument of ``command``; load warnings are captured.
+    On the first use after installing, the command's kernels compile first, saying so."""
     import robot_dynamics as rd
+    from .warm_up import compile_first
 
     path = resolve_urdf(argument)
+    compile_first(*COMMAND_KERNELS[command])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -443,10 +458,11 @@ def _dispatch(args):
             out.write(f"{name:<16} {bundled_urdf(name)}\n")
         return 0
     if args.command == "demo":
-        from .tools.demo import DemoError, run_demo
+        from .tools.demo import DemoError, check_arguments, run_demo
 
         try:
-            return run_demo(args, *load_model(args.robot))
+            check_arguments(args)
+            return run_demo(args, *load_model(args.robot, "demo"))
         except DemoError as error:
             raise CLIError(str(error)) from None
     if args.command == "demo-elastic":
@@ -466,7 +482,7 @@ def _dispatch(args):
     if args.command in ("excite", "identify"):
         from .identification import commands
 
-        model, path, load_warnings = load_model(args.urdf)
+        model, path, load_warnings = load_model(args.urdf, args.command)
         for warning in load_warnings:
             sys.stderr.write(f"warning: {warning}\n")
         try:
@@ -478,7 +494,7 @@ def _dispatch(args):
 
     import robot_dynamics as rd
 
-    model, path, load_warnings = load_model(args.urdf, mimic=not args.no_mimic)
+    model, path, load_warnings = load_model(args.urdf, args.command, mimic=not args.no_mimic)
     if args.command == "info":
         report = info(model, path, load_warnings)
         if args.json:

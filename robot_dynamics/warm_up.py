@@ -30,13 +30,14 @@ from .control import friction_torques
 from .dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
 from .jit_cache import cache_directory, has_compiled_stamp, write_compiled_stamp
 from .kinematics import frame_pose, jacobian, kinetic_energy, potential_energy
+from .regressor import regressor
 from .simulation import Simulator, compile_forward_state, compile_step_callees
 from .urdf import _model
 
 PARTS = ("dynamics_node", "library", "simulator")
 """What :func:`warm_up` can compile: ``dynamics_node`` (gravity, bias forces, mass matrix: what the
 dynamics node calls), ``library`` (the rest of the public functions: inverse and forward dynamics with
-wrenches, Coriolis matrix, poses, Jacobians, energies), ``simulator`` (a :class:`Simulator` step, whose
+wrenches, Coriolis matrix, poses, Jacobians, energies, the regressor), ``simulator`` (a :class:`Simulator` step, whose
 kernel serves every integrator, and the gravity torques with which it checks a new model: what the
 simulator node calls; :meth:`Simulator.energy` is in ``library``)."""
 
@@ -82,6 +83,7 @@ def warm_up(*parts):
             inverse_dynamics(arm, q, qd, qd, external_wrenches=wrench)
             forward_dynamics(arm, q, qd, qd, external_wrenches=wrench)
             kinetic_energy(arm, q, qd)  # also Simulator.energy's
+            regressor(arm, q, qd, qd)
         if "simulator" in parts:
             # One step compiles every integrator: the step kernel takes the method as an argument, and the
             # adaptive integrator evaluates its right-hand side with it (scipy, 0.3-0.6 s to import, is left
@@ -113,6 +115,21 @@ def _aside(parts):
     torques (``dynamics_node``, ``simulator``)."""
     first = "forward_state" if {"library", "simulator"} & parts else "mass_matrix"
     return [first, "gravity_torques"] if {"dynamics_node", "simulator"} & parts else [first]
+
+
+def compile_first(parts, typical, stream=None):
+    """:func:`warm_up` for a command about to call the kernels of ``parts`` (all: ``()``), if numba's
+    cache lacks them (the first use after installing), saying so first on ``stream`` (stderr) and then
+    how long it took: the command's first calls would otherwise compile them, silent for seconds.
+    ``typical``: how long that takes on two free cores, as measured (docs/benchmarks.md)."""
+    if compiled(*parts):
+        return
+    stream = stream or sys.stderr
+    print(f"compiling the dynamics kernels (first use after installing only: {typical} on two free cores, "
+          "up to twice that on a busy machine; later runs load them in about 1 s) ...", file=stream, flush=True)
+    started = time.monotonic()
+    warm_up(*parts)
+    print(f"dynamics kernels ready in {time.monotonic() - started:.1f} s", file=stream, flush=True)
 
 
 def compiled(*parts):

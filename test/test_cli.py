@@ -283,3 +283,39 @@ def test_console_script_runs_in_a_subprocess():
     done = subprocess.run([*command, "info", "nope"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and done.stdout == ""
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_first_use_compiles_a_commands_kernels_first_and_says_so(tmp_path):
+    """From an empty numba cache (the first use after installing) a command says so before anything
+    else, then compiles every kernel it calls: numba (NUMBA_DEBUG_CACHE) saves none after "ready", so
+    none compiles silently inside the command's own calls.  A command whose kernels are cached by then
+    compiles nothing and says nothing of it."""
+    from robot_dynamics.identification import read_trajectory_csv, write_csv
+    from robot_dynamics.identification.simulated import record
+
+    script = Path(sys.executable).parent / "robot-dynamics"
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), NUMBA_DEBUG_CACHE="1", PYTHONUNBUFFERED="1")
+
+    def first_use(*argv, compiles):
+        done = subprocess.run([str(script), *argv], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=600)  # (one stream: the lines in order)
+        assert done.returncode == 0, done.stdout
+        lines = done.stdout.splitlines()
+        saved = [k for k, line in enumerate(lines) if line.startswith("[cache] data saved")]
+        if compiles:
+            assert lines[0].startswith("compiling the dynamics kernels (first use after installing only: "), lines[:3]
+            ready = next(k for k, line in enumerate(lines) if line.startswith("dynamics kernels ready in "))
+            assert saved and max(saved) < ready, f"{argv[0]} compiled after its warm-up: {lines[max(saved)]}"
+        else:
+            assert not saved and not any(line.startswith("compiling the dynamics") for line in lines), done.stdout
+
+    first_use("info", "arm7_gripper", compiles=True)
+    first_use("gravity", "planar_2r", "--q", "0.3", "0.2", compiles=False)
+    first_use("mass-matrix", "arm7_gripper", compiles=False)
+    first_use("excite", "planar_2r", "--duration", "10", "--output", "excitation.csv", compiles=True)
+    first_use("demo-elastic", "--duration", "0.2", "--no-plot", compiles=True)
+    planar = rd.load_urdf(bundled_urdf("planar_2r"))
+    trajectory = read_trajectory_csv(tmp_path / "excitation.csv")
+    run = record(planar, planar, trajectory, trajectory.duration, torque_noise=0.01, seed=1)
+    write_csv(tmp_path / "recording.csv", run.joint_names, run.t, run.q, run.qd, run.tau)
+    first_use("identify", "recording.csv", "--urdf", "planar_2r", "--output", "identified", compiles=False)

@@ -593,34 +593,13 @@ def summary_lines(model, path, ct, pd, runs, warnings_):
     return lines
 
 
-def compile_kernels(progress):
-    """Compile (or load from numba's cache) the kernels here, once, before any node starts.
-
-    Every node compiles what it has not found in the cache at start-up; three nodes doing it at
-    once on a fresh install take minutes on two cores. Done here first, the nodes load the cache.
-    """
-    from robot_dynamics.warm_up import warm_up
-
-    progress.done("compiling the dynamics kernels (first run after installing only: about 15 s on two "
-                  "free cores, up to 33 s on a busy machine; later runs load them in about 1 s) ...")
-    started = time.monotonic()
-    warm_up()
-    progress.done(f"dynamics kernels ready in {time.monotonic() - started:.1f} s")
-
-
-def run_demo(args, model, path, load_warnings=()):
-    """``robot-dynamics demo`` on ``model`` (read from ``path``); returns the exit status.
-
-    Raises :class:`DemoError` for a bad argument, a missing dependency or a graph that does not run.
-    """
+def check_arguments(args):
+    """Raise :class:`DemoError` for a bad argument or a missing dependency.  The CLI calls it before it
+    loads the robot and, on the first run after installing, compiles every kernel (the nodes' too)."""
     if not args.duration > 0:
         raise DemoError("--duration must be positive")
     if args.domain_id is not None and not (0 <= args.domain_id <= 101 or 215 <= args.domain_id <= 232):
         raise DemoError(f"--domain-id {args.domain_id}: Fast DDS accepts 0-101 and 215-232")
-    env = processes.ros_environment(args.domain_id)
-    print(f"robot_dynamics demo: {model.name} ({model.nv} coordinates) from {path}", flush=True)
-    print(f"  simulator + dynamics node + trajectory publisher, ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} "
-          f"(localhost only), {args.duration:g} s per run", flush=True)
     for module, extra in (("rclpy", "ros"), ("sensor_msgs", "ros"), ("trajectory_msgs", "ros"),
                           ("std_srvs", "ros")) + (() if args.no_plot else (("matplotlib", "demo"),)):
         try:
@@ -633,6 +612,18 @@ def run_demo(args, model, path, load_warnings=()):
             __import__(f"robot_dynamics.nodes.{name}")
         except ImportError as error:
             raise DemoError(f"the demo needs the {name} executable, which cannot be imported: {error}") from None
+
+
+def run_demo(args, model, path, load_warnings=()):
+    """``robot-dynamics demo`` on ``model`` (read from ``path``), its arguments checked
+    (:func:`check_arguments`) and its kernels compiled; returns the exit status.
+
+    Raises :class:`DemoError` for a graph that does not run.
+    """
+    env = processes.ros_environment(args.domain_id)
+    print(f"robot_dynamics demo: {model.name} ({model.nv} coordinates) from {path}", flush=True)
+    print(f"  simulator + dynamics node + trajectory publisher, ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} "
+          f"(localhost only), {args.duration:g} s per run", flush=True)
 
     # this process (the recorder) joins the same private graph
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
@@ -648,7 +639,6 @@ def run_demo(args, model, path, load_warnings=()):
     kp = float(np.atleast_1d(dynamics_config.get("kp", 100.0))[0])
     kd = float(np.atleast_1d(dynamics_config.get("kd", 20.0))[0])
     q0, _, _ = graph.robot_setup(model)
-    compile_kernels(progress)
     recorder = _Recorder(model)
     failed = True
     try:

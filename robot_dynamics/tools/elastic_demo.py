@@ -146,8 +146,11 @@ def plot(runs, path):
 
 
 def run_demo(args, out):
+    from robot_dynamics.warm_up import compile_first
+
     if not (math.isfinite(args.duration) and args.duration > 0):
         raise ValueError(f"--duration must be positive, got {args.duration}")
+    compile_first(("dynamics_node", "simulator"), "about 10 s")
     runs = simulate(args.duration)
     for line in summary_lines(runs):
         out.write(line + "\n")
