@@ -319,3 +319,17 @@ def test_first_use_compiles_a_commands_kernels_first_and_says_so(tmp_path):
     run = record(planar, planar, trajectory, trajectory.duration, torque_noise=0.01, seed=1)
     write_csv(tmp_path / "recording.csv", run.joint_names, run.t, run.q, run.qd, run.tau)
     first_use("identify", "recording.csv", "--urdf", "planar_2r", "--output", "identified", compiles=False)
+
+
+def test_help_and_the_nodes_import_none_of_scipys_solvers():
+    """``--help`` answers at once: the command-line parser and the node executables import neither
+    scipy's optimisers, filters nor integrators (scipy.signal alone takes 0.6 s to import), which
+    identification and the adaptive integrator import where they call them."""
+    pytest.importorskip("rclpy", reason="the nodes need ROS 2 (pip install .[ros])")
+    code = ("import sys; from robot_dynamics import cli; cli.build_parser(); "
+            "from robot_dynamics.nodes import dynamics_node, simulator_node, trajectory_publisher; "
+            "print(sorted(m for m in sys.modules if m.startswith(('scipy.optimize', 'scipy.signal', "
+            "'scipy.integrate', 'scipy.stats', 'scipy.linalg'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

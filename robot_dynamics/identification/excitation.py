@@ -28,7 +28,6 @@ import csv
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.optimize
 from threadpoolctl import threadpool_limits
 
 import robot_dynamics as rd
@@ -225,6 +224,8 @@ def design_excitation(model, period=DEFAULT_PERIOD, harmonics=DEFAULT_HARMONICS,
                       armature=False):
     """The Fourier excitation with the best-conditioned base regressor found (module docstring), for
     the armature of :func:`estimated_armature` (``armature``: of every joint)."""
+    import scipy.optimize  # (here: scipy takes up to a second to import, which the nodes and --help need not pay)
+
     if harmonics < 2:
         raise ExcitationError("an excitation at rest at both ends needs at least 2 harmonics")
     if not 0 < margin <= 1:

@@ -38,9 +38,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
-import scipy.optimize
-import scipy.signal
 from threadpoolctl import threadpool_limits
 
 import robot_dynamics as rd
@@ -130,6 +127,8 @@ def resample(recording, model):
 
 def filtered(t, q, qd, tau, cutoff=DEFAULT_CUTOFF, friction_velocity=DEFAULT_FRICTION_VELOCITY):
     """Zero-phase low-passed q, qd, qdd and tau (module docstring, step 2), edges trimmed, decimated."""
+    import scipy.signal  # (here: see design_excitation)
+
     dt = float(t[1] - t[0]) if len(t) > 1 else np.inf
     rate = 1 / dt
     if cutoff >= rate / 2:
@@ -362,6 +361,9 @@ def estimate(problem, samples):
 def _consistent(problem, R_w, prior_weight):
     """argmin ||A_w x(phi) - z_w||^2 + prior_weight^2 ||x(phi) - prior||^2 over log-Cholesky ``phi``,
     with ``R_w`` the triangular factor of ``[A_w z_w]``: ``||A_w x - z_w|| = ||R_x x - r_z||`` + a constant."""
+    import scipy.linalg  # (here: see design_excitation)
+    import scipy.optimize
+
     p = R_w.shape[1] - 1
     R_x, r_z = R_w[:p, :p], R_w[:p, p]
     b = problem.blocks

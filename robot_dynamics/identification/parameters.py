@@ -21,7 +21,6 @@ so every real vector ``phi`` of ten numbers is a consistent body and every posit
 """
 
 import numpy as np
-import scipy.linalg
 
 PARAMETERS_PER_BODY = 10
 PARAMETER_NAMES = ("m", "mx", "my", "mz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")
@@ -35,6 +34,8 @@ def base_columns(Y, tolerance=1e-8):
     ``theta_base = theta[independent] + K @ theta[dependent]``.  A column is dependent when its
     pivot ``|R_kk|`` is below ``tolerance`` times the largest.
     """
+    import scipy.linalg  # (here: see excitation.design_excitation)
+
     _, R, pivots = scipy.linalg.qr(Y, mode="economic", pivoting=True)
     diagonal = np.abs(np.diag(R))
     rank = int(np.sum(diagonal > tolerance * diagonal[0])) if diagonal.size and diagonal[0] > 0 else 0
