@@ -11,7 +11,8 @@ On a cold cache two processes compile at once, each different kernels: this one 
 starts (:func:`_aside`), which writes its kernels to the cache for this one to load, namely the
 simulator step's forward dynamics (``kernels.forward_state``, its largest callee) or else the mass
 matrix, then the gravity torques (a Newton-Euler of their own, compiled knowing that ``qd`` and
-``qdd`` are zero).  This one meanwhile compiles what does not call them, then the rest.  On 2 cores
+``qdd`` are zero), then the library's Coriolis matrix and regressor.  This one meanwhile compiles
+what does not call them, then the rest.  On 2 cores
 that takes a quarter to a third less time than one process.  Should the second process fail, this one
 compiles its kernels itself.
 """
@@ -37,9 +38,9 @@ from .urdf import _model
 PARTS = ("dynamics_node", "library", "simulator")
 """What :func:`warm_up` can compile: ``dynamics_node`` (gravity, bias forces, mass matrix: what the
 dynamics node calls), ``library`` (the rest of the public functions: inverse and forward dynamics with
-wrenches, Coriolis matrix, poses, Jacobians, energies, the regressor), ``simulator`` (a :class:`Simulator` step, whose
-kernel serves every integrator, and the gravity torques with which it checks a new model: what the
-simulator node calls; :meth:`Simulator.energy` is in ``library``)."""
+wrenches, Coriolis matrix, poses, Jacobians, energies, regressor), ``simulator`` (a :class:`Simulator`
+step, whose kernel serves every integrator, and the gravity torques with which it checks a new model:
+what the simulator node calls; :meth:`Simulator.energy` is in ``library``)."""
 
 
 def warm_up(*parts):
@@ -68,7 +69,6 @@ def warm_up(*parts):
         if "dynamics_node" in parts:
             friction_torques(arm.viscous_damping, arm.friction, 0.01, qd)  # the dynamics node's compensate_friction
         if "library" in parts:
-            coriolis_matrix(arm, q, qd)
             frame_pose(arm, q, "tip")
             for reference in ("world", "local"):
                 jacobian(arm, q, "tip", reference)
@@ -83,17 +83,15 @@ def warm_up(*parts):
             inverse_dynamics(arm, q, qd, qd, external_wrenches=wrench)
             forward_dynamics(arm, q, qd, qd, external_wrenches=wrench)
             kinetic_energy(arm, q, qd)  # also Simulator.energy's
-            regressor(arm, q, qd, qd)
         if "simulator" in parts:
             # One step compiles every integrator: the step kernel takes the method as an argument, and the
             # adaptive integrator evaluates its right-hand side with it (scipy, 0.3-0.6 s to import, is left
             # to its first step).  The shoulder starts beyond its limit (3.14 rad): the limit response too.
             sim = Simulator(arm, [3.2, 0.0], qd, apply_damping=True, apply_friction=True)
             sim.step(np.zeros(arm.nv), 1e-3, external_wrenches=wrench)
-        for job in ("mass_matrix", "gravity_torques"):
-            if job in aside:
-                helper.wait_for(job)
-                _JOBS[job](arm)
+        for job in aside:  # (loaded from the cache, or compiled here if the second process failed)
+            helper.wait_for(job)
+            _JOBS[job](arm)
     finally:
         helper.stop()
     for part in parts:
@@ -101,20 +99,27 @@ def warm_up(*parts):
 
 
 #: what the second process compiles, by name (:func:`_aside`): a call on the example arm.  The mass
-#: matrix is what ``load_urdf``'s check calls (every node loads a model) and the dynamics node's.
+#: matrix is what ``load_urdf``'s check calls (every node loads a model) and the dynamics node's; the
+#: Coriolis matrix and the regressor are the library's largest kernels that nothing else calls.
 _JOBS = {
     "mass_matrix": lambda arm: mass_matrix(arm, np.zeros(arm.nv)),
     "forward_state": compile_forward_state,
     "gravity_torques": lambda arm: gravity_torques(arm, np.zeros(arm.nv)),
+    "coriolis_matrix": lambda arm: coriolis_matrix(arm, np.zeros(arm.nv), np.zeros(arm.nv)),
+    "regressor": lambda arm: regressor(arm, np.zeros(arm.nv), np.zeros(arm.nv), np.zeros(arm.nv)),
 }
 
 
 def _aside(parts):
     """What the second process compiles for ``parts``, in this order: the step's forward dynamics
     (``library``, ``simulator``: the largest single kernel), or else the mass matrix; then the gravity
-    torques (``dynamics_node``, ``simulator``)."""
-    first = "forward_state" if {"library", "simulator"} & parts else "mass_matrix"
-    return [first, "gravity_torques"] if {"dynamics_node", "simulator"} & parts else [first]
+    torques (``dynamics_node``, ``simulator``); then the Coriolis matrix and the regressor (``library``)."""
+    jobs = ["forward_state" if {"library", "simulator"} & parts else "mass_matrix"]
+    if {"dynamics_node", "simulator"} & parts:
+        jobs.append("gravity_torques")
+    if "library" in parts:
+        jobs += ["coriolis_matrix", "regressor"]
+    return jobs
 
 
 def compile_first(parts, typical, stream=None):

@@ -595,7 +595,7 @@ def summary_lines(model, path, ct, pd, runs, warnings_):
 
 def check_arguments(args):
     """Raise :class:`DemoError` for a bad argument or a missing dependency.  The CLI calls it before it
-    loads the robot and, on the first run after installing, compiles every kernel (the nodes' too)."""
+    loads the robot and, on the first run after installing, compiles the nodes' kernels."""
     if not args.duration > 0:
         raise DemoError("--duration must be positive")
     if args.domain_id is not None and not (0 <= args.domain_id <= 101 or 215 <= args.domain_id <= 232):
