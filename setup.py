@@ -13,6 +13,7 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=find_packages(exclude=["test", "test.*"]),
+    py_modules=["robot_dynamics_executables"],
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
@@ -51,9 +52,10 @@ setup(
     zip_safe=True,
     entry_points={
         "console_scripts": [
-            "dynamics_node = robot_dynamics.nodes.command_line:dynamics_node",
-            "simulator_node = robot_dynamics.nodes.command_line:simulator_node",
-            "trajectory_publisher = robot_dynamics.nodes.command_line:trajectory_publisher",
+            # (a module of their own: a Ctrl-C while Python imports the package ends them cleanly too)
+            "dynamics_node = robot_dynamics_executables:dynamics_node",
+            "simulator_node = robot_dynamics_executables:simulator_node",
+            "trajectory_publisher = robot_dynamics_executables:trajectory_publisher",
             "robot-dynamics = robot_dynamics.cli:main",
         ]
     },

@@ -6,7 +6,7 @@
 Wiring (all topics relative to the namespace, so nothing needs remapping):
 
     trajectory_publisher --desired_state--> dynamics_node --effort_command--> simulator_node
-    simulator_node --joint_states--> dynamics_node (and trajectory_publisher)
+    simulator_node --joint_states--> dynamics_node
 
 For a robot whose joints config/simulator.yaml does not name, the start pose and the trajectory's
 home pose follow the robot's joint limits. The graph is described once, in

@@ -19,6 +19,7 @@ compiles its kernels itself.
 
 import os
 import select
+import signal
 import subprocess
 import sys
 import threading
@@ -147,6 +148,9 @@ def compiled(*parts):
     return all(has_compiled_stamp(part) for part in parts or PARTS)
 
 
+INTERRUPTED = 130
+"""The exit status of ``python -m robot_dynamics.warm_up`` ended by a Ctrl-C."""
+
 HELPER_TIMEOUT = 120.0
 """Seconds :func:`warm_up` waits for the second process to compile a kernel before compiling it itself."""
 
@@ -224,6 +228,9 @@ def _exit_with_the_first():
 
 
 if __name__ == "__main__":  # python -m robot_dynamics.warm_up [PART ...]: what simulation.launch.py runs
+    # a Ctrl-C (the launch's process group) ends it at once and quietly, status 130: no traceback of
+    # numba's compiler, whose cache files are written whole or not at all
+    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(INTERRUPTED))
     if sys.argv[1:2] == ["--aside"]:
         _compile_aside(sys.argv[2:])
     else:

@@ -18,7 +18,8 @@ import robot_dynamics as rd
 from ros_helpers import RosHarness, publish_until, ros_env, write_params
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGE_FILES = ("setup.py", "setup.cfg", "package.xml", "resource", "robot_dynamics", "launch", "config", "urdf")
+PACKAGE_FILES = ("setup.py", "setup.cfg", "package.xml", "resource", "robot_dynamics", "robot_dynamics_executables.py",
+                 "launch", "config", "urdf")
 COLCON = Path(sys.executable).with_name("colcon")
 
 

@@ -208,6 +208,19 @@ def test_exit_0_on_a_double_signal_at_start_up(delay, tmp_path):
     assert "Traceback" not in _log_text(log)
 
 
+@pytest.mark.parametrize("name", sorted(EXECUTABLES))
+def test_exit_0_on_a_double_signal_while_python_imports_the_package(name, tmp_path):
+    # Python reports each import as it ends (PYTHONPROFILEIMPORTTIME): the signals come once numba's
+    # first modules are in, in the middle of importing robot_dynamics, before the executable's first line
+    proc, log = _start(name, tmp_path, {"PYTHONPROFILEIMPORTTIME": "1"})
+    _wait_for(log, proc, " robot_dynamics_executables\n", 30.0)
+    _wait_for(log, proc, " numba.core.config\n", 30.0)
+    assert f"[{name}] starting" not in _log_text(log)
+    code = _ctrl_c_twice(proc, signal.SIGINT)
+    assert code == 0, _log_text(log)[-3000:]
+    assert "Traceback" not in _log_text(log)
+
+
 # the main thread stuck where a signal handler cannot end it (a lock that is never released, as a
 # middleware call that never returns)
 STUCK = """

@@ -6,6 +6,7 @@ the cache. And the stamp that says a part is compiled (``warm_up.compiled``)."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -145,6 +146,34 @@ def test_the_second_process_exits_cleanly_after_its_jobs(tmp_path):
     finally:
         second.kill()
         second.communicate()
+
+
+def test_a_ctrl_c_ends_both_compiling_processes_at_once_and_quietly(tmp_path):
+    """What the simulation launch runs on a cold cache, interrupted as a terminal's Ctrl-C does (the
+    whole process group): status 130 (warm_up.INTERRUPTED), no traceback, no process left."""
+    from robot_dynamics.warm_up import INTERRUPTED
+
+    first = subprocess.Popen([sys.executable, "-m", "robot_dynamics.warm_up", "simulator"],
+                             env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path)), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        time.sleep(2.0)  # both in numba's compiler (the part compiles for 8-20 s)
+        assert first.poll() is None, first.stderr.read()
+        os.killpg(first.pid, signal.SIGINT)
+        assert first.wait(timeout=10) == INTERRUPTED
+        assert "Traceback" not in first.stderr.read()
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(first.pid, 0)  # (a process of its group still runs)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("a compiling process outlived the Ctrl-C")
+    finally:
+        first.kill()
+        first.communicate()
 
 
 def test_a_compiled_stamp_counts_only_for_these_sources_this_numba_and_this_python(tmp_path, monkeypatch):

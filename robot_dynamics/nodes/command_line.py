@@ -10,23 +10,24 @@
   ``robot_description`` parameter (it takes precedence over one in a params file).
 
 Then the executable says on stderr what it is doing and starts the node
-(:func:`~robot_dynamics.nodes.runner.run_node`). From :func:`main` on, SIGINT and SIGTERM end the
-process with status 0 whatever phase it is in, a second signal included: during start-up (rclpy,
-the node's construction, compiling the kernels) by ``SystemExit(0)`` at once, then as ``run_node``
-says. (Before :func:`main`, while Python imports the package, about half a second, a signal has its
-default effect.)
+(:func:`~robot_dynamics.nodes.runner.run_node`). SIGINT and SIGTERM end the process with status 0
+whatever phase it is in, a second signal included: from the executable's first instruction
+(``robot_dynamics_executables``, its entry point, before Python imports this package) through
+start-up (rclpy, the node's construction, compiling the kernels) by ``SystemExit(0)`` at once, then
+as ``run_node`` says.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import signal
 import sys
 import textwrap
 from dataclasses import dataclass
 
-__all__ = ["MAX_URDF_BYTES", "dynamics_node", "help_text", "main", "simulator_node", "trajectory_publisher"]
+from robot_dynamics_executables import stop_on_signals
+
+__all__ = ["MAX_URDF_BYTES", "help_text", "main"]
 
 EXECUTORS = ("single", "events")  # runner.run_node's names for rclpy's executors
 MAX_URDF_BYTES = 16 * 1024 * 1024  # a URDF larger than this is refused (the biggest real ones are ~1 MB)
@@ -130,18 +131,10 @@ def read_urdf(argument: str) -> str:
         raise ValueError(f"cannot read {path}: {exc}") from None
 
 
-def _stop_now(signum, _frame):
-    # a second signal while the first one's SystemExit unwinds must not interrupt the unwinding
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_IGN)
-    raise SystemExit(0)
-
-
 def main(name: str, args=None) -> int:
     """Run the executable ``name`` with the command-line arguments ``args`` (default
     ``sys.argv[1:]``); the process exit status."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, _stop_now)
+    stop_on_signals()  # (the executables did already; python -m robot_dynamics.nodes.NAME did not)
     executable = EXECUTABLES[name]
     argv = list(sys.argv[1:] if args is None else args)
     ours, ros = (argv[:argv.index("--ros-args")], argv[argv.index("--ros-args"):]) if "--ros-args" in argv \
@@ -172,17 +165,3 @@ def main(name: str, args=None) -> int:
         exit_now_if_compiling(exc.code or 0)
         raise
 
-
-def dynamics_node(args=None) -> int:
-    """Entry point of the ``dynamics_node`` executable."""
-    return main("dynamics_node", args)
-
-
-def simulator_node(args=None) -> int:
-    """Entry point of the ``simulator_node`` executable."""
-    return main("simulator_node", args)
-
-
-def trajectory_publisher(args=None) -> int:
-    """Entry point of the ``trajectory_publisher`` executable."""
-    return main("trajectory_publisher", args)

@@ -76,17 +76,19 @@ def compile_kernels(*parts):
     import launch.logging
 
     from ..jit_cache import cache_directory
-    from ..warm_up import compiled
+    from ..warm_up import INTERRUPTED, compiled
 
     if compiled(*parts) or cache_directory() is None:  # (with no cache to fill, each node compiles its own)
         return
     log = launch.logging.get_logger("robot_dynamics")
     log.info("compiling the dynamics kernels before starting the nodes (first launch after installing only: "
-             "about 15 s on 2 free cores, up to 33 s on a busy machine; later launches load them in about 1 s) ...")
+             "about 10 s on 2 free cores, up to twice that on a busy machine; later launches load them in about 1 s) ...")
     started = time.monotonic()
     status = subprocess.run([sys.executable, "-m", "robot_dynamics.warm_up", *parts], stdin=subprocess.DEVNULL).returncode
     if status == 0:
         log.info(f"dynamics kernels compiled in {time.monotonic() - started:.1f} s")
+    elif status == INTERRUPTED:
+        log.info("compiling the dynamics kernels interrupted")
     else:
         log.warning(f"compiling the dynamics kernels failed (exit status {status}): each node compiles its own")
 
