@@ -11,6 +11,7 @@ import hashlib
 import importlib
 import sys
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import numba
@@ -29,6 +30,8 @@ FINGERPRINT_FILE = "robot_dynamics-sources.sha256"
 COMPILED_STAMP = "robot_dynamics-compiled-{part}"
 #: the lock file in the cache directory that :class:`LockedSaves` holds while it saves a kernel
 SAVE_LOCK = "robot_dynamics-save.lock"
+#: the lock file in the cache directory that :func:`compiling_alone` holds
+COMPILE_LOCK = "robot_dynamics-compile.lock"
 
 
 def source_fingerprint() -> str:
@@ -119,6 +122,27 @@ class LockedSaves(FunctionCache):
         with open(Path(self._cache_path) / SAVE_LOCK, "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
             return super().save_overload(sig, data)
+
+
+@contextmanager
+def compiling_alone():
+    """Hold the cache's compile lock for the block: processes that find the cache cold compile into it
+    one after the other (two nodes started together by hand), each then loading what the ones before
+    compiled, instead of all compiling the same kernels at once on the same cores.  A process that
+    dies releases it.  Without a cache (or ``fcntl``) it holds nothing."""
+    cache = cache_directory()
+    if cache is None or fcntl is None:
+        yield
+        return
+    try:
+        cache.mkdir(parents=True, exist_ok=True)  # (numba makes it only at its first save)
+        lock = open(cache / COMPILE_LOCK, "a")
+    except OSError:
+        yield
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
 def lock_cache_saves() -> None:

@@ -14,7 +14,9 @@ matrix, then the gravity torques (a Newton-Euler of their own, compiled knowing 
 ``qdd`` are zero), then the library's Coriolis matrix and regressor.  This one meanwhile compiles
 what does not call them, then the rest.  On 2 cores
 that takes a quarter to a third less time than one process.  Should the second process fail, this one
-compiles its kernels itself.
+compiles its kernels itself.  Processes that start on a cold cache together (two nodes started by hand)
+take turns (:func:`~robot_dynamics.jit_cache.compiling_alone`): the next loads what the first compiled
+and compiles only the rest, instead of all of them compiling the same kernels on the same cores.
 """
 
 import os
@@ -24,13 +26,14 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import nullcontext
 
 import numpy as np
 
 from . import examples
 from .control import friction_torques
 from .dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
-from .jit_cache import cache_directory, has_compiled_stamp, write_compiled_stamp
+from .jit_cache import cache_directory, compiling_alone, has_compiled_stamp, write_compiled_stamp
 from .kinematics import frame_pose, jacobian, kinetic_energy, potential_energy
 from .regressor import regressor
 from .simulation import Simulator, compile_forward_state, compile_step_callees
@@ -59,42 +62,44 @@ def warm_up(*parts):
     parts = parts or PARTS
     aside = _aside(set(parts))
     cold = not compiled(*parts) and cache_directory() is not None  # (with no cache, nothing to share)
-    helper = _Helper(aside if cold else [])
-    try:
-        arm = _model(examples.TWO_LINK_URDF)  # load_urdf's model; its mass-matrix check is the mass_matrix job
-        q, qd = np.array([0.3, -0.2]), np.array([0.1, 0.2])
-        wrench = {"tip": np.ones(6)}
-        if "mass_matrix" not in aside:
-            _JOBS["mass_matrix"](arm)
-        # first what calls none of the second process's kernels (forward_state's Newton-Euler among them)
-        if "dynamics_node" in parts:
-            friction_torques(arm.viscous_damping, arm.friction, 0.01, qd)  # the dynamics node's compensate_friction
-        if "library" in parts:
-            frame_pose(arm, q, "tip")
-            for reference in ("world", "local"):
-                jacobian(arm, q, "tip", reference)
-            potential_energy(arm, q)
-        if "simulator" in parts:
-            compile_step_callees(arm)
-        # then, as the second process's kernels reach the cache, what calls them (compiled here if it failed)
-        helper.wait_for("forward_state")
-        if "dynamics_node" in parts:
-            bias_forces(arm, q, qd)
-        if "library" in parts:
-            inverse_dynamics(arm, q, qd, qd, external_wrenches=wrench)
-            forward_dynamics(arm, q, qd, qd, external_wrenches=wrench)
-            kinetic_energy(arm, q, qd)  # also Simulator.energy's
-        if "simulator" in parts:
-            # One step compiles every integrator: the step kernel takes the method as an argument, and the
-            # adaptive integrator evaluates its right-hand side with it (scipy, 0.3-0.6 s to import, is left
-            # to its first step).  The shoulder starts beyond its limit (3.14 rad): the limit response too.
-            sim = Simulator(arm, [3.2, 0.0], qd, apply_damping=True, apply_friction=True)
-            sim.step(np.zeros(arm.nv), 1e-3, external_wrenches=wrench)
-        for job in aside:  # (loaded from the cache, or compiled here if the second process failed)
-            helper.wait_for(job)
-            _JOBS[job](arm)
-    finally:
-        helper.stop()
+    with compiling_alone() if cold else nullcontext():  # one cold warm-up at a time, each on both cores
+        cold = cold and not compiled(*parts)  # (another process may have compiled them while this one waited)
+        helper = _Helper(aside if cold else [])
+        try:
+            arm = _model(examples.TWO_LINK_URDF)  # load_urdf's model; its mass-matrix check is the mass_matrix job
+            q, qd = np.array([0.3, -0.2]), np.array([0.1, 0.2])
+            wrench = {"tip": np.ones(6)}
+            if "mass_matrix" not in aside:
+                _JOBS["mass_matrix"](arm)
+            # first what calls none of the second process's kernels (forward_state's Newton-Euler among them)
+            if "dynamics_node" in parts:
+                friction_torques(arm.viscous_damping, arm.friction, 0.01, qd)  # the dynamics node's compensate_friction
+            if "library" in parts:
+                frame_pose(arm, q, "tip")
+                for reference in ("world", "local"):
+                    jacobian(arm, q, "tip", reference)
+                potential_energy(arm, q)
+            if "simulator" in parts:
+                compile_step_callees(arm)
+            # then, as the second process's kernels reach the cache, what calls them (compiled here if it failed)
+            helper.wait_for("forward_state")
+            if "dynamics_node" in parts:
+                bias_forces(arm, q, qd)
+            if "library" in parts:
+                inverse_dynamics(arm, q, qd, qd, external_wrenches=wrench)
+                forward_dynamics(arm, q, qd, qd, external_wrenches=wrench)
+                kinetic_energy(arm, q, qd)  # also Simulator.energy's
+            if "simulator" in parts:
+                # One step compiles every integrator: the step kernel takes the method as an argument, and the
+                # adaptive integrator evaluates its right-hand side with it (scipy, 0.3-0.6 s to import, is left
+                # to its first step).  The shoulder starts beyond its limit (3.14 rad): the limit response too.
+                sim = Simulator(arm, [3.2, 0.0], qd, apply_damping=True, apply_friction=True)
+                sim.step(np.zeros(arm.nv), 1e-3, external_wrenches=wrench)
+            for job in aside:  # (loaded from the cache, or compiled here if the second process failed)
+                helper.wait_for(job)
+                _JOBS[job](arm)
+        finally:
+            helper.stop()
     for part in parts:
         write_compiled_stamp(part)
 

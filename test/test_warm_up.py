@@ -77,6 +77,22 @@ def test_every_kernel_compiles_once_then_loads_from_the_cache(tmp_path):
     assert compiled(PARTS, tmp_path) == (True, [])  # the second start loads everything from the cache
 
 
+def test_processes_that_start_on_a_cold_cache_together_compile_one_after_the_other(tmp_path):
+    """Two nodes started by hand at once on an empty cache: one compiles (with its second process), the
+    other waits for the cache's compile lock and then loads everything from the cache."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    processes = [subprocess.Popen([sys.executable, "-c", RECORD, "dynamics_node"], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    compiled_by = []
+    for process in processes:
+        out, err = process.communicate(timeout=900)
+        assert process.returncode == 0, err
+        _, _, kernels = json.loads(out)
+        compiled_by.append({name for name, module, _ in kernels if module.startswith("robot_dynamics")})
+    assert sorted(map(bool, compiled_by)) == [False, True], compiled_by
+    assert "_bias" in compiled_by[0] | compiled_by[1]
+
+
 def test_the_dynamics_node_part_leaves_mass_matrix_and_gravity_to_the_second_process(tmp_path):
     _, first = compiled(["dynamics_node"], tmp_path)
     ours = {name for name, module, _ in first if module.startswith("robot_dynamics")}

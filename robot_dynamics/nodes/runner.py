@@ -15,7 +15,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
-from robot_dynamics.warm_up import warm_up
+from robot_dynamics.warm_up import compiled, warm_up
 
 __all__ = ["exit_now_if_compiling", "run_node", "stop_handler", "warm_up_kernels"]
 
@@ -36,14 +36,18 @@ def exit_now_if_compiling(status: int) -> None:
 
 def warm_up_kernels(node: Node, part: str) -> None:
     """Compile (or load from numba's cache) the kernels the node uses, ``part`` of
-    :data:`~robot_dynamics.warm_up.PARTS`, before the node's loop starts; says so when that takes
-    long (the first run after installing).
+    :data:`~robot_dynamics.warm_up.PARTS`, before the node's loop starts; says so, and then how long
+    it took, when the cache lacks them (the first run after installing).
 
     The compiler runs in a thread of its own while this (the main) thread waits: a signal handler
     raising in the middle of LLVM's code generation would be swallowed there (it runs inside a
     ctypes callback) and leave numba with "no compiled object yet". A process that stops meanwhile
     ends with :func:`exit_now` (numba writes its cache files atomically)."""
     started = time.monotonic()
+    cold = not compiled(part)
+    if cold:
+        node.get_logger().info("compiling the dynamics kernels (not in numba's cache yet: the first start after "
+                               "installing) ...")
     failure = []
 
     def compile_kernels():
@@ -59,7 +63,7 @@ def warm_up_kernels(node: Node, part: str) -> None:
     if failure:
         raise failure[0]
     took = time.monotonic() - started
-    if took > 2.0:
+    if cold:
         node.get_logger().info(f"compiled the dynamics kernels in {took:.1f} s (cached for the next start)")
 
 
