@@ -30,13 +30,15 @@ PARAMS_FILES = {"simulator_params": ("simulator.yaml", "simulator_node"),
 
 
 def nodes(context):
-    graph = simulation_graph(
-        urdf_text(context), use_sim_time=flag(context, "use_sim_time"),
-        command_source=argument(context, "command_source"),
-        compensate_friction=flag(context, "compensate_friction"),
-        **{name: params_file(context, name) for name in PARAMS_FILES})
-    compile_kernels("dynamics_node", "simulator")  # once, here, rather than in two nodes at once
-    return launch_nodes(graph, argument(context, "namespace"))
+    urdf = urdf_text(context)
+    settings = dict(use_sim_time=flag(context, "use_sim_time"), command_source=argument(context, "command_source"),
+                    compensate_friction=flag(context, "compensate_friction"),
+                    **{name: params_file(context, name) for name in PARAMS_FILES})
+    namespace = argument(context, "namespace")
+    # once, here, rather than in two nodes at once; the arguments checked, and before the graph loads
+    # the robot (which would compile its mass matrix without a word)
+    compile_kernels("dynamics_node", "simulator")
+    return launch_nodes(simulation_graph(urdf, **settings), namespace)
 
 
 def generate_launch_description():

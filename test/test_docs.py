@@ -90,7 +90,7 @@ RUN_ELSEWHERE = {
     "ros2 launch robot_dynamics simulation.launch.py urdf:=planar_2r":
         "test/test_launch.py::test_simulation_launch_closes_the_computed_torque_loop_on_every_bundled_robot",
     "ros2 launch robot_dynamics simulation.launch.py urdf:=planar_2r command_source:=gravity":
-        "test/test_launch.py::test_simulation_launch_closes_the_computed_torque_loop_on_every_bundled_robot",
+        "test/test_launch.py::test_gravity_only_commands_the_holding_torques_of_the_measured_state",
     # identification: one walk-through, each step on the files of the one before
     "robot-dynamics excite arm7_gripper --duration 60 --output excitation.csv":
         "test/test_identification_docs.py::test_walk_through",

@@ -277,6 +277,25 @@ def test_without_the_computed_torques_the_loop_does_not_track(launch, probe):
                                        ["simulator_node", "dynamics_node", "trajectory_publisher"])
 
 
+def test_gravity_only_commands_the_holding_torques_of_the_measured_state(launch, probe):
+    """command_source:=gravity: the simulator applies (joint_states.effort) the gravity torques of the
+    state the dynamics node last received, a sample or two before (planar_2r has no friction to
+    compensate): the arm floats, weightless, instead of following the trajectory."""
+    model = rd.load_urdf("planar_2r")
+    namespace = f"/launch_gravity_{uuid.uuid4().hex[:6]}"
+    running = launch("simulation.launch.py", "urdf:=planar_2r", "command_source:=gravity", f"namespace:={namespace}")
+    metrics, run = record_loop(probe, namespace, model, running)
+    q, _, effort = (np.array(values) for values in zip(*run.state.values))
+    holding = rd.gravity_torques(model, q)
+    lag = 5  # samples: the node answers a state before the simulator's next step publishes (more on a busy host)
+    scale = np.abs(holding).max()
+    errors = [np.abs(effort[k] - holding[k - lag:k + 1]).max(axis=1).min() for k in range(lag, len(q))]
+    assert scale > 1.0 and np.quantile(errors, 0.95) < 0.02 * scale, (np.quantile(errors, 0.95), scale)
+    assert metrics.rms_total > TRACKING_BOUND  # it does not track
+    assert_every_node_finished_cleanly(running, running.ctrl_c(),
+                                       ["simulator_node", "dynamics_node", "trajectory_publisher"])
+
+
 def test_simulation_launch_on_the_simulators_clock(launch, probe):
     model = rd.load_urdf("arm7_gripper")
     namespace = f"/launch_clock_{uuid.uuid4().hex[:6]}"
@@ -353,6 +372,27 @@ def test_a_bad_argument_ends_the_launch_naming_it_and_starts_nothing(launch, lau
     assert status != 0 and message in output, output
     assert "process started" not in output, output
     assert not running.members()
+
+
+def test_a_params_file_is_refused_unless_it_is_one_and_warned_about_unless_it_names_the_node(launch, tmp_path):
+    """A URDF given as params file ends the launch naming it; a params file for another node name
+    (the node would run on its defaults) is warned about, and the launch goes on."""
+    urdf = tmp_path / "my_robot.urdf"
+    urdf.write_text(rd.examples.TWO_LINK_URDF)
+    running = launch("dynamics.launch.py", f"params_file:={urdf}")
+    status = running.wait(ERROR_TIMEOUT)
+    output = running.output()
+    assert status != 0 and "is not a ROS 2 params file" in output, output
+    assert "process started" not in output, output
+    other = tmp_path / "other_node.yaml"
+    other.write_text("my_dynamics:\n  ros__parameters:\n    kp: [50.0]\n")
+    running = launch("dynamics.launch.py", f"params_file:={other}", "urdf:=planar_2r", "namespace:=arm")
+    deadline = time.monotonic() + START_TIMEOUT
+    while "process started" not in running.output() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    output = running.output()
+    assert "none of its sections (my_dynamics) applies to the node /arm/robot_dynamics" in output, output
+    assert running.ctrl_c() == 0
 
 
 def test_a_node_that_ends_ends_the_whole_launch(launch, tmp_path):

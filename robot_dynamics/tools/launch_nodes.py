@@ -6,6 +6,7 @@ message naming it and leaves nothing running; and a node that ends (a bad parame
 the whole launch, since the other nodes of a loop cannot work without it.
 """
 
+import re
 import subprocess
 import sys
 import time
@@ -94,13 +95,48 @@ def compile_kernels(*parts):
 
 
 def launch_nodes(graph, namespace):
-    """launch_ros ``Node`` actions for a graph; any node ending shuts the launch down."""
+    """launch_ros ``Node`` actions for a graph; any node ending shuts the launch down.  Each params
+    file is checked for the node it configures (:func:`check_params_file`)."""
+    for node in graph:
+        for layer in node.parameters:
+            if isinstance(layer, Path):
+                check_params_file(layer, node.name, namespace)
     return [
         Node(package=node.package, executable=node.executable, name=node.name, namespace=namespace,
              output="screen", parameters=[_layer(layer) for layer in node.parameters],
              on_exit=Shutdown(reason=f"{node.name} ended"))
         for node in graph
     ]
+
+
+def check_params_file(path, node_name, namespace=""):
+    """Refuse a file that is no ROS 2 params file (``NODE: ros__parameters: ...``); warn when none of
+    its sections applies to the node ``node_name`` in ``namespace`` (a misspelt node name would leave
+    the node on its defaults without a word)."""
+    import launch.logging
+    import yaml
+
+    try:
+        tree = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise LaunchArgumentError(f"{str(path)!r} is not a ROS 2 params file: not YAML "
+                                  f"({' '.join(str(exc).split())[:200]})") from None
+    sections = [str(key) for key, value in tree.items() if isinstance(value, dict) and "ros__parameters" in value] \
+        if isinstance(tree, dict) else []
+    if not sections:
+        raise LaunchArgumentError(f"{str(path)!r} is not a ROS 2 params file: it has no 'NODE: ros__parameters:' section")
+    node = "/".join(["", *filter(None, namespace.split("/")), node_name])
+    if not any(_section_applies(section, node) for section in sections):
+        launch.logging.get_logger("robot_dynamics").warning(
+            f"params file {str(path)!r}: none of its sections ({', '.join(sections)}) applies to the node {node}, "
+            "which runs on its defaults for what the file sets (name it, or use /**)")
+
+
+def _section_applies(section, node):
+    """Whether a params-file section names the fully qualified ``node``: a fully qualified name whose
+    leading ``/`` may be left out, ``*`` standing for one name and ``**`` for any number of them."""
+    pattern = re.escape("/" + section.lstrip("/")).replace(r"/\*\*", "(/[^/]+)*").replace(r"\*", "[^/]+")
+    return re.fullmatch(pattern, node) is not None
 
 
 def _layer(layer):
