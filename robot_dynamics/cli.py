@@ -72,8 +72,8 @@ COMMAND_KERNELS = {
     "info": (("dynamics_node",), "about 6 s"),
     "gravity": (("dynamics_node",), "about 6 s"),
     "mass-matrix": (("dynamics_node",), "about 6 s"),
-    "excite": (("dynamics_node", "library"), "about 12 s"),
-    "identify": (("dynamics_node", "library"), "about 12 s"),
+    "excite": (("dynamics_node", "library"), "about 11 s"),
+    "identify": (("dynamics_node", "library"), "about 11 s"),
     "demo": (("dynamics_node", "simulator"), "about 10 s"),  # the nodes': compiled once here, not by each at once
 }
 

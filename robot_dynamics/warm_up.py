@@ -1,7 +1,7 @@
 """Compile the kernels before a control loop starts, not inside its first cycles.
 
 numba compiles a kernel on its first call and keeps it in its on-disk cache: the first start after
-installing compiles (wall time on 2 free cores: all parts about 15 s, the simulator's part about 9 s,
+installing compiles (wall time on 2 free cores: all parts about 13 s, the simulator's part about 9 s,
 the dynamics node's about 6 s; up to twice that on a busy machine; ``robot-dynamics bench core`` measures
 them), later starts load the cache in about 1 s.  A node that left this to its first messages would miss its first
 control cycles (and a Ctrl-C arriving meanwhile would wait for the compiler), so the nodes call

@@ -25,7 +25,7 @@ def pytest_configure(config):
         os.environ["ROS_DOMAIN_ID"] = str(base)
         # Compile the dynamics kernels into numba's on-disk cache once, before any worker or node
         # process starts: every node started by a test would otherwise compile them itself at
-        # start-up (15-33 s on a fresh clone), longer than the tests wait for a node to come up.
+        # start-up (12-30 s on a fresh clone), longer than the tests wait for a node to come up.
         from robot_dynamics.warm_up import warm_up
 
         warm_up()
