@@ -119,8 +119,7 @@ class LockedSaves(FunctionCache):
         if fcntl is None:
             return super().save_overload(sig, data)
         self._impl.locator.ensure_cache_path()  # (a new cache directory exists only from the first save)
-        with open(Path(self._cache_path) / SAVE_LOCK, "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        with _held(Path(self._cache_path) / SAVE_LOCK):
             return super().save_overload(sig, data)
 
 
@@ -136,12 +135,26 @@ def compiling_alone():
         return
     try:
         cache.mkdir(parents=True, exist_ok=True)  # (numba makes it only at its first save)
-        lock = open(cache / COMPILE_LOCK, "a")
+    except OSError:
+        pass
+    with _held(cache / COMPILE_LOCK):
+        yield
+
+
+@contextmanager
+def _held(path):
+    """An exclusive lock on the file ``path`` for the block; none where it cannot be had (a file
+    system without locks, a directory not writable): then the block runs unlocked, as numba's own."""
+    try:
+        lock = open(path, "a")
     except OSError:
         yield
         return
     with lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        except OSError:
+            pass
         yield
 
 

@@ -29,6 +29,7 @@ import time
 from contextlib import nullcontext
 
 import numpy as np
+from robot_dynamics_executables import INTERRUPTED
 
 from . import examples
 from .control import friction_torques
@@ -100,8 +101,8 @@ def warm_up(*parts):
                 _JOBS[job](arm)
         finally:
             helper.stop()
-    for part in parts:
-        write_compiled_stamp(part)
+        for part in parts:  # (under the lock: a process waiting for it then finds them compiled)
+            write_compiled_stamp(part)
 
 
 #: what the second process compiles, by name (:func:`_aside`): a call on the example arm.  The mass
@@ -133,7 +134,7 @@ def compile_first(parts, typical, stream=None):
     cache lacks them (the first use after installing), saying so first on ``stream`` (stderr) and then
     how long it took: the command's first calls would otherwise compile them, silent for seconds.
     ``typical``: how long that takes on two free cores, as measured (docs/benchmarks.md)."""
-    if compiled(*parts):
+    if compiled(*parts) or cache_directory() is None:  # (with no cache, the command compiles what it calls)
         return
     stream = stream or sys.stderr
     print(f"compiling the dynamics kernels (first use after installing only: {typical} on two free cores, "
@@ -152,9 +153,6 @@ def compiled(*parts):
     """
     return all(has_compiled_stamp(part) for part in parts or PARTS)
 
-
-INTERRUPTED = 130
-"""The exit status of ``python -m robot_dynamics.warm_up`` ended by a Ctrl-C."""
 
 HELPER_TIMEOUT = 120.0
 """Seconds :func:`warm_up` waits for the second process to compile a kernel before compiling it itself."""
@@ -232,10 +230,8 @@ def _exit_with_the_first():
     os._exit(1)
 
 
-if __name__ == "__main__":  # python -m robot_dynamics.warm_up [PART ...]: what simulation.launch.py runs
-    # a Ctrl-C (the launch's process group) ends it at once and quietly, status 130: no traceback of
-    # numba's compiler, whose cache files are written whole or not at all
-    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(INTERRUPTED))
+if __name__ == "__main__":  # python -m robot_dynamics.warm_up [PART ...] (the launch runs robot_dynamics_executables)
+    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(INTERRUPTED))  # (from here on: quietly, as there)
     if sys.argv[1:2] == ["--aside"]:
         _compile_aside(sys.argv[2:])
     else:

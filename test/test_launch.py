@@ -285,7 +285,8 @@ def test_gravity_only_commands_the_holding_torques_of_the_measured_state(launch,
     namespace = f"/launch_gravity_{uuid.uuid4().hex[:6]}"
     running = launch("simulation.launch.py", "urdf:=planar_2r", "command_source:=gravity", f"namespace:={namespace}")
     metrics, run = record_loop(probe, namespace, model, running)
-    q, _, effort = (np.array(values) for values in zip(*run.state.values))
+    window = [values for received, values in zip(run.state.received, run.state.values) if run.start <= received <= run.end]
+    q, _, effort = (np.array(values) for values in zip(*window))
     holding = rd.gravity_torques(model, q)
     lag = 5  # samples: the node answers a state before the simulator's next step publishes (more on a busy host)
     scale = np.abs(holding).max()
@@ -379,11 +380,12 @@ def test_a_params_file_is_refused_unless_it_is_one_and_warned_about_unless_it_na
     (the node would run on its defaults) is warned about, and the launch goes on."""
     urdf = tmp_path / "my_robot.urdf"
     urdf.write_text(rd.examples.TWO_LINK_URDF)
-    running = launch("dynamics.launch.py", f"params_file:={urdf}")
-    status = running.wait(ERROR_TIMEOUT)
-    output = running.output()
-    assert status != 0 and "is not a ROS 2 params file" in output, output
-    assert "process started" not in output, output
+    for launch_file, argument in (("dynamics.launch.py", "params_file"), ("simulation.launch.py", "simulator_params")):
+        running = launch(launch_file, f"{argument}:={urdf}")
+        status = running.wait(ERROR_TIMEOUT)
+        output = running.output()
+        assert status != 0 and f"launch argument {argument}: '{urdf}' is not a ROS 2 params file" in output, output
+        assert "process started" not in output and "compiling" not in output, output
     other = tmp_path / "other_node.yaml"
     other.write_text("my_dynamics:\n  ros__parameters:\n    kp: [50.0]\n")
     running = launch("dynamics.launch.py", f"params_file:={other}", "urdf:=planar_2r", "namespace:=arm")
@@ -391,7 +393,7 @@ def test_a_params_file_is_refused_unless_it_is_one_and_warned_about_unless_it_na
     while "process started" not in running.output() and time.monotonic() < deadline:
         time.sleep(0.2)
     output = running.output()
-    assert "none of its sections (my_dynamics) applies to the node /arm/robot_dynamics" in output, output
+    assert "none of its sections (/my_dynamics) applies to the node /arm/robot_dynamics" in output, output
     assert running.ctrl_c() == 0
 
 

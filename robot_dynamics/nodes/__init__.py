@@ -1,6 +1,7 @@
 """ROS 2 nodes of robot_dynamics: thin adapters between ROS messages and the core.
 
-Executables (entry points in :mod:`~robot_dynamics.nodes.command_line`; each answers ``--help``):
+Executables (entry points in ``robot_dynamics_executables`` beside the package, then
+:mod:`~robot_dynamics.nodes.command_line`; each answers ``--help``):
 
 - :mod:`~robot_dynamics.nodes.dynamics_node`: URDF from robot_description, joint states in,
   gravity / bias / computed torques and the mass matrix out.

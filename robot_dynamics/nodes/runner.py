@@ -15,6 +15,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
+from robot_dynamics.jit_cache import cache_directory
 from robot_dynamics.warm_up import compiled, warm_up
 
 __all__ = ["exit_now_if_compiling", "run_node", "stop_handler", "warm_up_kernels"]
@@ -46,8 +47,9 @@ def warm_up_kernels(node: Node, part: str) -> None:
     started = time.monotonic()
     cold = not compiled(part)
     if cold:
-        node.get_logger().info("compiling the dynamics kernels (not in numba's cache yet: the first start after "
-                               "installing) ...")
+        why = ("no writable numba cache: every start compiles them" if cache_directory() is None
+               else "not in numba's cache yet: the first start after installing")
+        node.get_logger().info(f"compiling the dynamics kernels ({why}) ...")
     failure = []
 
     def compile_kernels():
@@ -64,7 +66,7 @@ def warm_up_kernels(node: Node, part: str) -> None:
         raise failure[0]
     took = time.monotonic() - started
     if cold:
-        node.get_logger().info(f"compiled the dynamics kernels in {took:.1f} s (cached for the next start)")
+        node.get_logger().info(f"compiled the dynamics kernels in {took:.1f} s")
 
 
 def stop_handler(stop: list) -> Callable:

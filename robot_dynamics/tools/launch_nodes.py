@@ -50,11 +50,44 @@ def urdf_text(context, name="urdf"):
 
 
 def params_file(context, name):
-    """The params file of launch argument ``name``; it must exist (running on defaults would hide a typo)."""
+    """The params file of launch argument ``name``: it must exist (running on defaults would hide a
+    typo) and be a ROS 2 params file (:func:`params_sections`)."""
     path = Path(argument(context, name)).expanduser()
     if not path.is_file():
         raise LaunchArgumentError(f"launch argument {name}: no such params file {str(path)!r}")
+    try:
+        params_sections(path)
+    except ValueError as exc:
+        raise LaunchArgumentError(f"launch argument {name}: {exc}") from None
     return path
+
+
+def params_sections(path):
+    """The node names of a ROS 2 params file's ``ros__parameters`` sections (keys nested under
+    namespace keys joined by ``/``); ValueError if the file is no params file (a URDF, plain YAML)."""
+    import yaml
+
+    try:
+        tree = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"{str(path)!r} is not a ROS 2 params file: not YAML ({' '.join(str(exc).split())[:200]})") \
+            from None
+    sections = []
+
+    def walk(mapping, prefix):
+        for key, value in mapping.items():
+            if isinstance(value, dict):
+                name = f"{prefix}/{str(key).strip('/')}"
+                if "ros__parameters" in value:
+                    sections.append(name)
+                else:
+                    walk(value, name)
+
+    if isinstance(tree, dict):
+        walk(tree, "")
+    if not sections:
+        raise ValueError(f"{str(path)!r} is not a ROS 2 params file: it has no 'NODE: ros__parameters:' section")
+    return sections
 
 
 def require_package(package, because):
@@ -77,7 +110,9 @@ def compile_kernels(*parts):
     import launch.logging
 
     from ..jit_cache import cache_directory
-    from ..warm_up import INTERRUPTED, compiled
+    from robot_dynamics_executables import INTERRUPTED
+
+    from ..warm_up import compiled
 
     if compiled(*parts) or cache_directory() is None:  # (with no cache to fill, each node compiles its own)
         return
@@ -85,7 +120,7 @@ def compile_kernels(*parts):
     log.info("compiling the dynamics kernels before starting the nodes (first launch after installing only: "
              "about 10 s on 2 free cores, up to twice that on a busy machine; later launches load them in about 1 s) ...")
     started = time.monotonic()
-    status = subprocess.run([sys.executable, "-m", "robot_dynamics.warm_up", *parts], stdin=subprocess.DEVNULL).returncode
+    status = subprocess.run([sys.executable, "-m", "robot_dynamics_executables", *parts], stdin=subprocess.DEVNULL).returncode
     if status == 0:
         log.info(f"dynamics kernels compiled in {time.monotonic() - started:.1f} s")
     elif status == INTERRUPTED:
@@ -95,41 +130,25 @@ def compile_kernels(*parts):
 
 
 def launch_nodes(graph, namespace):
-    """launch_ros ``Node`` actions for a graph; any node ending shuts the launch down.  Each params
-    file is checked for the node it configures (:func:`check_params_file`)."""
+    """launch_ros ``Node`` actions for a graph; any node ending shuts the launch down.  A params file
+    none of whose sections applies to the node it configures is warned about (:func:`_section_applies`):
+    a misspelt node name would leave the node on its defaults without a word."""
+    import launch.logging
+
     for node in graph:
+        fully_qualified = "/".join(["", *filter(None, namespace.split("/")), node.name])
         for layer in node.parameters:
-            if isinstance(layer, Path):
-                check_params_file(layer, node.name, namespace)
+            sections = params_sections(layer) if isinstance(layer, Path) else ["/**"]
+            if not any(_section_applies(section, fully_qualified) for section in sections):
+                launch.logging.get_logger("robot_dynamics").warning(
+                    f"params file {str(layer)!r}: none of its sections ({', '.join(sections)}) applies to the node "
+                    f"{fully_qualified}, which runs on its defaults for what the file sets (name it, or use /**)")
     return [
         Node(package=node.package, executable=node.executable, name=node.name, namespace=namespace,
              output="screen", parameters=[_layer(layer) for layer in node.parameters],
              on_exit=Shutdown(reason=f"{node.name} ended"))
         for node in graph
     ]
-
-
-def check_params_file(path, node_name, namespace=""):
-    """Refuse a file that is no ROS 2 params file (``NODE: ros__parameters: ...``); warn when none of
-    its sections applies to the node ``node_name`` in ``namespace`` (a misspelt node name would leave
-    the node on its defaults without a word)."""
-    import launch.logging
-    import yaml
-
-    try:
-        tree = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise LaunchArgumentError(f"{str(path)!r} is not a ROS 2 params file: not YAML "
-                                  f"({' '.join(str(exc).split())[:200]})") from None
-    sections = [str(key) for key, value in tree.items() if isinstance(value, dict) and "ros__parameters" in value] \
-        if isinstance(tree, dict) else []
-    if not sections:
-        raise LaunchArgumentError(f"{str(path)!r} is not a ROS 2 params file: it has no 'NODE: ros__parameters:' section")
-    node = "/".join(["", *filter(None, namespace.split("/")), node_name])
-    if not any(_section_applies(section, node) for section in sections):
-        launch.logging.get_logger("robot_dynamics").warning(
-            f"params file {str(path)!r}: none of its sections ({', '.join(sections)}) applies to the node {node}, "
-            "which runs on its defaults for what the file sets (name it, or use /**)")
 
 
 def _section_applies(section, node):

@@ -52,7 +52,7 @@ def executable(name):
         return [found]
     if name not in NODE_EXECUTABLES:
         raise FileNotFoundError(f"executable {name!r} not found (is its package installed?)")
-    return [sys.executable, "-c", f"import sys; from robot_dynamics.nodes.{name} import main; sys.exit(main())"]
+    return [sys.executable, "-c", f"import sys, robot_dynamics_executables as e; sys.exit(e.{name}())"]
 
 
 def params_text(parameters):
