@@ -54,10 +54,17 @@ def trajectory_publisher():
     return _run("trajectory_publisher")
 
 
-def compile_kernels(parts):
-    """:func:`robot_dynamics.warm_up.warm_up` of ``parts``, a Ctrl-C ending it at once, quietly, with
-    status :data:`INTERRUPTED` (numba writes each cache file whole or not at all)."""
+def exit_quietly_on_ctrl_c():
+    """From now on, SIGINT ends the process at once, quietly, with status :data:`INTERRUPTED`: for the
+    compiling processes, whose interrupted compile leaves nothing behind (numba writes each cache
+    file whole or not at all)."""
     signal.signal(signal.SIGINT, lambda signum, frame: os._exit(INTERRUPTED))
+
+
+def compile_kernels(parts):
+    """:func:`robot_dynamics.warm_up.warm_up` of ``parts``, a Ctrl-C ending it at once and quietly
+    from the first instruction on (:func:`exit_quietly_on_ctrl_c`)."""
+    exit_quietly_on_ctrl_c()
     from robot_dynamics.warm_up import warm_up
 
     warm_up(*parts)

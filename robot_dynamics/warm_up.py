@@ -21,7 +21,6 @@ and compiles only the rest, instead of all of them compiling the same kernels on
 
 import os
 import select
-import signal
 import subprocess
 import sys
 import threading
@@ -29,7 +28,7 @@ import time
 from contextlib import nullcontext
 
 import numpy as np
-from robot_dynamics_executables import INTERRUPTED
+from robot_dynamics_executables import exit_quietly_on_ctrl_c
 
 from . import examples
 from .control import friction_torques
@@ -231,7 +230,7 @@ def _exit_with_the_first():
 
 
 if __name__ == "__main__":  # python -m robot_dynamics.warm_up [PART ...] (the launch runs robot_dynamics_executables)
-    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(INTERRUPTED))  # (from here on: quietly, as there)
+    exit_quietly_on_ctrl_c()  # (from here on, after the imports)
     if sys.argv[1:2] == ["--aside"]:
         _compile_aside(sys.argv[2:])
     else:

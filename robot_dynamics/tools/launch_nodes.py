@@ -108,10 +108,9 @@ def compile_kernels(*parts):
     compiler runs in a child process (in the launch's process group, so a Ctrl-C ends it too); if it
     fails, the nodes compile their kernels themselves, as they would anyway."""
     import launch.logging
-
-    from ..jit_cache import cache_directory
     from robot_dynamics_executables import INTERRUPTED
 
+    from ..jit_cache import cache_directory
     from ..warm_up import compiled
 
     if compiled(*parts) or cache_directory() is None:  # (with no cache to fill, each node compiles its own)
