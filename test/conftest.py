@@ -20,7 +20,10 @@ def pytest_configure(config):
     worker_input = getattr(config, "workerinput", None)
     if worker_input is None:
         # The controller (or a plain run) picks the base; workers inherit it through the environment.
-        base = random.randrange(1, _DOMAIN_MAX - _DOMAIN_SPAN)
+        # (ROBOT_DYNAMICS_TEST_DOMAIN_BASE set by the caller pins it: concurrent runs on one machine
+        # given bases 16 apart never share a domain)
+        preset = os.environ.get("ROBOT_DYNAMICS_TEST_DOMAIN_BASE")
+        base = int(preset) if preset else random.randrange(1, _DOMAIN_MAX - _DOMAIN_SPAN)
         os.environ["ROBOT_DYNAMICS_TEST_DOMAIN_BASE"] = str(base)
         os.environ["ROS_DOMAIN_ID"] = str(base)
         # Compile the dynamics kernels into numba's on-disk cache once, before any worker or node
