@@ -16,9 +16,9 @@ of :func:`composite_rigid_body`.
 
 import math
 
-import numba
 import numpy as np
 
+from .jit import inline, njit
 from .model import (
     FIRST_FACTOR, FIRST_MASTER, FIRST_MOMENT, INERTIA, KIND, MASS, MASTERS, OFFSET, ORIGIN_P,
     ORIGIN_R, PARENT, REVOLUTE, SCREW,
@@ -28,8 +28,6 @@ from .spatial import (
     motion_to_child, rotate, scale, sub,
 )
 
-njit = numba.njit(cache=True)
-inline = numba.njit(cache=True, inline="always")
 
 FLOAT64 = np.dtype(np.float64)
 ZERO3 = (0.0, 0.0, 0.0)

@@ -6,10 +6,10 @@ frame in world-aligned axes at the frame origin, with ``reference="local"`` in t
 axes (Lynch & Park's body Jacobian, §5.1.2).
 """
 
-import numba
 import numpy as np
 
 from .dynamics import mass_matrix
+from .jit import njit
 from .kernels import (
     POSE_COLUMNS, as_states, finite, inertia, jacobian_column, joint_poses, newton_euler, point_in_world,
     unbatch, vec, workspace, world_poses,
@@ -17,7 +17,6 @@ from .kernels import (
 from .model import FIRST_FACTOR, FIRST_MASTER, FIRST_MOMENT, MASS, MASTERS, PARENT
 from .spatial import dot, inertia_times
 
-njit = numba.njit(cache=True)
 REFERENCES = ("world", "local")
 
 

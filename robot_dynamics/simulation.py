@@ -22,8 +22,8 @@ effort* reported by :attr:`Simulator.applied_effort` (and by the node in ``joint
 ``sat(tau_cmd)``: what the actuators deliver; damping, friction and limit torques are the
 environment's.  A command is a ``(nv,)`` array held constant over a step (zero-order hold, like a
 digital controller) or a callable ``tau(t)`` evaluated at the instants the integrator's stages
-need (``t``; rk4 also ``t + h/2`` and ``t + h``).  An effort limit of 0 in the URDF (a common
-xacro default) is read as "not given", not as a locked joint.
+need (``t``; rk4 also ``t + h/2`` and ``t + h``).  An effort limit of 0 in the URDF is read as
+"not given" (:func:`robot_dynamics.model.given_limits`), not as a locked joint.
 
 Integrators (one implementation each, ``INTEGRATORS``), step ``h``.  The three fixed-step ones
 are compiled whole (numba): a step is one call, stages, forces and checks included, so an rk4
@@ -93,17 +93,16 @@ velocity chatters inside the ``+-eps`` band instead of settling, but the frictio
 import math
 from collections import namedtuple
 
-import numba
 import numpy as np
 
 from . import kinematics as _kinematics
 from .control import friction_torque
 from .elastic import elastic_energy, stiffness_vector
+from .jit import inline, njit
 from .kernels import (
     add_wrench_torques, cholesky_solve, cholesky_substitute, forward_state, joint_poses, workspace, world_poses, wrench_arrays,
 )
-
-njit = numba.njit(cache=True)
+from .model import given_limits
 
 LIMIT_OMEGA_STEP = 0.5
 """Natural frequency of the position-limit contact times the integration step (``w h``)."""
@@ -207,7 +206,7 @@ def _limit_correction(L, q, qd, free, lower, upper, omega):
     return out
 
 
-@numba.njit(cache=True, inline="always")  # inlined: one optimisation level less to compile
+@inline  # inlined: one optimisation level less to compile
 def _acceleration(physics, x, xd, command, workspace):
     """The state's acceleration under the saturated actuator torque ``command``; ``(acceleration, -1 or the
     singular joint)``.  Rigid joints: ``x = q``, :func:`_link_acceleration`.  Elastic joints (module
@@ -229,7 +228,7 @@ def _acceleration(physics, x, xd, command, workspace):
     return acceleration, singular
 
 
-@numba.njit(cache=True, inline="always")  # inlined into _acceleration: the rigid path pays no extra call
+@inline  # inlined into _acceleration: the rigid path pays no extra call
 def _link_acceleration(physics, q, qd, command, workspace):
     """``a(q, qd) = M^-1 (tau_joint - h + sum_l J_l^T F_l)`` (eq. 9.89 with the forces of the module
     docstring) for the joint torque ``command``; ``(qdd, -1 or the singular joint)``."""
@@ -274,7 +273,7 @@ RK4_WEIGHTS = (1.0 / 6.0, 2.0 / 6.0, 2.0 / 6.0, 1.0 / 6.0)
 RK4_COMMAND_ROWS = (0, 1, 1, 2)  # the stage's instant among the command rows t, t + h/2, t + h
 
 
-@numba.njit(cache=True, inline="always")  # inlined into _step: one optimisation level less to compile
+@inline  # inlined into _step: one optimisation level less to compile
 def _integrate(method, physics, commands, q, qd, h, workspace):
     """``(q+, qd+, -1 or the singular joint)`` after one step of ``method``:
 
@@ -351,36 +350,6 @@ def _step(method, physics, effort_limit, commands, q, qd, h, out):
     return OK
 
 
-def compile_forward_state(model):
-    """Compile :func:`kernels.forward_state`, the largest kernel :func:`_step` calls, for the argument
-    types ``_step`` passes it, so that compiling ``_step`` then loads it from the cache.
-
-    What ``warm_up``'s second process compiles while the first compiles the rest
-    (:func:`compile_step_callees`): on 2 cores the step's own compile starts about 5 s earlier.  A
-    type that differs from ``_step``'s would show as a second signature of the kernel.
-    """
-    topology, bodies, gravity = model._kernel_arrays
-    n = model.nv
-    scratch, composite, _, M = _new_workspace(topology, n)
-    zeros = np.zeros(n)
-    forward_state(topology, bodies, gravity, np.array(model.armature), zeros.reshape(1, n), zeros.reshape(1, n),
-                  0, zeros, scratch, composite, M, np.empty(n))
-
-
-def compile_step_callees(model):
-    """Compile the other kernels :func:`_step` calls, for the argument types it passes them: all but
-    :func:`kernels.forward_state` (:func:`compile_forward_state`) and ``kernels.joint_poses``, which
-    the mass matrix of ``load_urdf``'s check compiles."""
-    topology, bodies, _ = model._kernel_arrays
-    n = model.nv
-    (poses, *_), _, world, _ = _new_workspace(topology, n)
-    zeros = np.zeros(n)
-    friction_torque(0.0, 0.0, DEFAULT_FRICTION_VELOCITY, 0.0)
-    world_poses(topology, poses, world)
-    add_wrench_torques(topology, bodies, world, np.zeros(0, dtype=np.int64), np.zeros((0, 3)), np.zeros((0, 6)), zeros)
-    _limit_correction(np.eye(n), zeros, zeros, zeros, zeros - 1.0, zeros + 1.0, 1.0)
-
-
 class SimulationError(RuntimeError):
     """The state became non-finite (or the adaptive integrator failed); the last finite state is kept."""
 
@@ -434,9 +403,7 @@ class Simulator:
         if self._stiffness is not None:
             stiffness_vector(model, self._stiffness)  # a new model must keep its rotors
         self._model = model
-        effort = np.asarray(model.effort_limits, dtype=float)
-        # A URDF effort of 0 (a common xacro default) means "not given", not "cannot move".
-        self._effort_limit = np.where(effort > 0, effort, np.inf)
+        self._effort_limit = given_limits(model.effort_limits)
         self._physics_cache = self._wrench_cache = (None, None)
 
     @property
