@@ -99,9 +99,9 @@ import numpy as np
 from . import kinematics as _kinematics
 from .control import friction_torque
 from .elastic import elastic_energy, stiffness_vector
-from .kernels import (
-    add_wrench_torques, cholesky_solve, cholesky_substitute, forward_state, joint_poses, workspace, world_poses, wrench_arrays,
-)
+from .cholesky import cholesky_solve, cholesky_substitute
+from .kernels import forward_state, joint_poses, workspace, world_poses
+from .wrenches import add_wrench_torques, wrench_arrays
 
 njit = numba.njit(cache=True)
 

@@ -45,6 +45,7 @@ from scipy.integrate import solve_ivp
 
 import robot_dynamics as rd
 from robot_dynamics import simulation
+from robot_dynamics.cholesky import cholesky_factor
 from robot_dynamics.tools.benchmarks.robots import panda7_urdf
 from robot_dynamics.simulation import LIMIT_OMEGA_STEP, SimulationError, Simulator
 
@@ -486,7 +487,7 @@ def test_limit_contacts_push_never_pull_and_the_held_ones_meet_their_law():
         A = rng.normal(size=(n, n))
         M = A @ A.T + 0.1 * np.eye(n)
         L = M.copy()
-        assert rd.kernels.cholesky_factor(L) == -1
+        assert cholesky_factor(L) == -1
         lower, upper = -np.ones(n), np.ones(n)
         q, qd, free = rng.uniform(-1.3, 1.3, n), rng.normal(scale=3.0, size=n), rng.normal(scale=50.0, size=n)
         correction = simulation._limit_correction(L, q, qd, free, lower, upper, omega)
@@ -507,7 +508,7 @@ def test_a_contact_that_would_pull_is_released():
     first alone is held, ``tau_0 = (target_0 - free_0) / (M^-1)_00``."""
     M = np.array([[2.0, 0.5], [0.5, 1.0]])
     L = M.copy()
-    rd.kernels.cholesky_factor(L)
+    cholesky_factor(L)
     q, qd, free = np.array([1.01, 1.01]), np.array([0.0, -30.0]), np.array([40.0, 0.0])
     lower, upper, omega = -np.ones(2), np.ones(2), 500.0
     _, _, target = limit_targets(q, qd, lower, upper, omega)
