@@ -46,8 +46,9 @@ from scipy.integrate import solve_ivp
 import robot_dynamics as rd
 from robot_dynamics import simulation
 from robot_dynamics.cholesky import cholesky_factor
-from robot_dynamics.tools.benchmarks.robots import panda7_urdf
+from robot_dynamics.equations_of_motion import limit_correction
 from robot_dynamics.simulation import LIMIT_OMEGA_STEP, SimulationError, Simulator
+from robot_dynamics.tools.benchmarks.robots import panda7_urdf
 
 import robot_files as rf  # noqa: E402
 
@@ -476,7 +477,7 @@ def limit_targets(q, qd, lower, upper, omega):
 
 
 def test_limit_contacts_push_never_pull_and_the_held_ones_meet_their_law():
-    """``_limit_correction`` against its equations, on random coupled inertias: the torques
+    """``limit_correction`` against its equations, on random coupled inertias: the torques
     ``tau = M c`` behind its correction ``c`` act only on joints beyond a limit and push there; each
     joint that keeps a torque gets exactly the contact law's acceleration; a contact that would pull
     is released (in some cases here: its torque is zero)."""
@@ -490,7 +491,7 @@ def test_limit_contacts_push_never_pull_and_the_held_ones_meet_their_law():
         assert cholesky_factor(L) == -1
         lower, upper = -np.ones(n), np.ones(n)
         q, qd, free = rng.uniform(-1.3, 1.3, n), rng.normal(scale=3.0, size=n), rng.normal(scale=50.0, size=n)
-        correction = simulation._limit_correction(L, q, qd, free, lower, upper, omega)
+        correction = limit_correction(L, q, qd, free, lower, upper, omega)
         tau = M @ correction
         beyond, side, target = limit_targets(q, qd, lower, upper, omega)
         scale = 1e-9 * (1.0 + np.abs(tau).max())
@@ -515,7 +516,7 @@ def test_a_contact_that_would_pull_is_released():
     inverse = np.linalg.inv(M)
     tau_0 = (target[0] - free[0]) / inverse[0, 0]
     assert tau_0 < 0  # pushes inward from the upper limit
-    correction = simulation._limit_correction(L, q, qd, free, lower, upper, omega)
+    correction = limit_correction(L, q, qd, free, lower, upper, omega)
     np.testing.assert_allclose(correction, inverse[:, 0] * tau_0, rtol=1e-12)
 
 
