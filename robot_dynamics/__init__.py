@@ -10,6 +10,8 @@ it, a node's ``--help``, or a launch file starts at once.
 """
 
 import importlib
+import sys
+import types
 
 #: the public names and the module of each
 _PUBLIC = {
@@ -38,3 +40,16 @@ def __getattr__(name):
 
 def __dir__():
     return sorted({*globals(), *__all__})
+
+
+class _Package(types.ModuleType):
+    """This package's module: importing the submodule ``regressor`` does not replace the public
+    function of that name (Python's import sets a package's attribute to each submodule it loads)."""
+
+    def __setattr__(self, name, value):
+        if isinstance(value, types.ModuleType) and _PUBLIC.get(name) == name:
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

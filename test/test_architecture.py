@@ -168,3 +168,13 @@ def test_the_public_names_load_on_first_use(name):
     assert getattr(rd, name) is not None
     with pytest.raises(AttributeError, match="no_such_name"):
         rd.no_such_name  # noqa: B018
+
+
+def test_a_public_function_named_as_its_module_stays_the_function():
+    """rd.regressor is the function, whether its module was imported before or after the first use."""
+    code = ("import robot_dynamics as rd; before = rd.regressor; import robot_dynamics.kinematics; "
+            "from robot_dynamics.regressor import regressor; print(before is regressor is rd.regressor)")
+    for first in ("", "import robot_dynamics.regressor; "):
+        done = subprocess.run([sys.executable, "-c", first + code], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "True"
