@@ -10,8 +10,6 @@ it, a node's ``--help``, or a launch file starts at once.
 """
 
 import importlib
-import sys
-import types
 
 #: the public names and the module of each
 _PUBLIC = {
@@ -20,7 +18,7 @@ _PUBLIC = {
                      "forward_dynamics"), "dynamics"),
     **dict.fromkeys(("frame_pose", "jacobian", "kinetic_energy", "potential_energy", "operational_space_inertia"),
                     "kinematics"),
-    "regressor": "regressor", "inertial_parameters": "regressor",
+    "regressor": "regression", "inertial_parameters": "regression",
     **dict.fromkeys(("lagrange_euler_terms", "closed_form_terms", "christoffel_symbols", "christoffel_coriolis_matrix",
                      "dalembert_terms", "inertia_bounds"), "formulations"),
     **dict.fromkeys(("elastic_forward_dynamics", "elastic_inverse_dynamics", "elastic_energy"), "elastic"),
@@ -40,16 +38,3 @@ def __getattr__(name):
 
 def __dir__():
     return sorted({*globals(), *__all__})
-
-
-class _Package(types.ModuleType):
-    """This package's module: importing the submodule ``regressor`` does not replace the public
-    function of that name (Python's import sets a package's attribute to each submodule it loads)."""
-
-    def __setattr__(self, name, value):
-        if isinstance(value, types.ModuleType) and _PUBLIC.get(name) == name:
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
