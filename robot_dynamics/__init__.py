@@ -10,6 +10,7 @@ from .jit_cache import drop_stale_kernels, lock_cache_saves
 drop_stale_kernels()  # before any kernel loads from numba's cache
 
 from . import examples
+from .data import BIAS, GRAVITY, MASS, WORLD, Data, compute_terms
 from .elastic import elastic_energy, elastic_forward_dynamics, elastic_inverse_dynamics
 from .dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
 from .formulations import (
@@ -24,6 +25,7 @@ lock_cache_saves()  # every compiled module is imported by now (this imports the
 
 __all__ = [
     "RobotModel", "URDFError", "load_urdf",
+    "Data", "compute_terms", "GRAVITY", "BIAS", "MASS", "WORLD",
     "inverse_dynamics", "gravity_torques", "bias_forces", "mass_matrix", "coriolis_matrix", "forward_dynamics",
     "frame_pose", "jacobian", "kinetic_energy", "potential_energy", "operational_space_inertia",
     "regressor", "inertial_parameters",

@@ -25,7 +25,7 @@ except ImportError:  # not POSIX: saves go unlocked, as numba's own
 
 #: the modules with compiled (``cache=True``) functions, all in this directory
 COMPILED_MODULES = (
-    "cholesky", "control", "dynamics", "equations_of_motion", "integrators", "kernels", "kinematics", "regressor",
+    "cholesky", "control", "data", "dynamics", "equations_of_motion", "integrators", "kernels", "kinematics", "regressor",
     "spatial", "wrenches",
 )
 FINGERPRINT_FILE = "robot_dynamics-sources.sha256"
