@@ -32,6 +32,7 @@ from robot_dynamics_executables import exit_quietly_on_ctrl_c
 
 from . import examples
 from .control import friction_torques
+from .data import Data, compute_terms
 from .dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
 from .integrators import compile_forward_state, compile_step_callees
 from .jit_cache import cache_directory, compiling_alone, has_compiled_stamp, write_compiled_stamp
@@ -75,6 +76,8 @@ def warm_up(*parts):
             # first what calls none of the second process's kernels (forward_state's Newton-Euler among them)
             if "dynamics_node" in parts:
                 friction_torques(arm.viscous_damping, arm.friction, 0.01, qd)  # the dynamics node's compensate_friction
+            if {"dynamics_node", "simulator"} & set(parts):
+                compute_terms(Data(arm), q, qd)  # the dynamics node's pass per message, the simulator's drive torques
             if "library" in parts:
                 frame_pose(arm, q, "tip")
                 for reference in ("world", "local"):
