@@ -44,6 +44,7 @@ from robot_dynamics import control
 from robot_dynamics.data import BIAS, GRAVITY, MASS, compute_terms
 
 from .base import RobotNode
+from .cdr import JointStateWriter
 from .converters import as_float_array, matrix_msg
 from .dynamics_inputs import DesiredStateReader, JointStateMerger, Rejected, desired_accelerations
 from .dynamics_plan import PARAMETERS, Desired, Plan, Settings, coerce_setting, compile_plan, servo_terms
@@ -67,13 +68,13 @@ JOINT_STATES_QOS = QoSProfile(
 
 
 class _OutputMessages:
-    """One message object per output, names and layout filled in once per output order."""
+    """The outputs' messages, names and layout laid out once per output order: the JointState outputs
+    serialized (:class:`~robot_dynamics.nodes.cdr.JointStateWriter`: rclpy would convert every name of
+    a message object on every publish), the others as message objects."""
 
     def __init__(self, names: list):
         n = len(names)
-        self.gravity, self.bias, self.computed = JointState(), JointState(), JointState()
-        for msg in (self.gravity, self.bias, self.computed):
-            msg.name = names
+        self.torques = JointStateWriter(names, efforts_only=True)
         self.mass = matrix_msg(np.zeros((n, n)))
         self.command = Float64MultiArray()
 
@@ -216,10 +217,8 @@ class DynamicsNode(RobotNode):
                 self._publish_gravity(plan, data.g, gravity_heard, "none", stamp, now)
         msgs = self._msgs
         if publish_bias and self._finite("bias_torques", data.h, now):
-            msg = msgs.bias
-            msg.header.stamp = stamp
-            msg.effort = as_float_array(data.h if plan.full else data.h[plan.out])
-            self._pub_bias.publish(msg)
+            self._pub_bias.publish(msgs.torques.serialize(stamp.sec, stamp.nanosec, None, None,
+                                                          data.h if plan.full else data.h[plan.out]))
         if publish_mass and self._finite("mass_matrix", data.M, now):
             M = data.M
             msgs.mass.data = as_float_array(M if plan.full else M[np.ix_(plan.out, plan.out)])
@@ -240,10 +239,8 @@ class DynamicsNode(RobotNode):
         if not self._finite("gravity_torques", g, now):
             return
         if heard:
-            msg = self._msgs.gravity
-            msg.header.stamp = stamp
-            msg.effort = as_float_array(g if plan.full else g[plan.out])
-            self._pub_gravity.publish(msg)
+            self._pub_gravity.publish(self._msgs.torques.serialize(stamp.sec, stamp.nanosec, None, None,
+                                                                   g if plan.full else g[plan.out]))
         if command_out == "gravity":
             self._publish_command(plan, g[plan.out], now)
 
@@ -262,10 +259,8 @@ class DynamicsNode(RobotNode):
         if not self._finite("computed_torques", tau, now):
             return
         if heard:
-            msg = self._msgs.computed
-            msg.header.stamp = stamp
-            msg.effort = as_float_array(tau if plan.full else tau[plan.out])
-            self._pub_computed.publish(msg)
+            self._pub_computed.publish(self._msgs.torques.serialize(stamp.sec, stamp.nanosec, None, None,
+                                                                    tau if plan.full else tau[plan.out]))
         self._n_computed += 1
         if command_out != "computed":
             return
