@@ -30,15 +30,14 @@ True
 True
 """
 
-import numba
 import numpy as np
 
+from .jit import njit
 from .kernels import (
     POSE_COLUMNS, composite_rigid_body, joint_motion, newton_euler_recursions, poses_of_joints, to_coordinates,
     world_poses,
 )
 
-njit = numba.njit(cache=True)
 
 GRAVITY, BIAS, MASS, WORLD = 1, 2, 4, 8
 """The outputs of :func:`compute_terms`, combined with ``|`` (see the module docstring)."""
