@@ -97,7 +97,7 @@ def _jobs(parts):
         jobs += [lambda: compute_terms(Data(arm[0]), q, qd),  # the node's pass per message
                  lambda: friction_torques(arm[0].viscous_damping, arm[0].friction, 0.01, qd)]
     if "simulator" in parts:
-        jobs += [lambda: gravity_torques(arm[0], q), step]
+        jobs += [lambda: gravity_torques(arm[0], q), lambda: compute_terms(Data(arm[0]), q, qd), step]  # (drives)
     if "library" in parts:
         jobs += [lambda: frame_pose(arm[0], q, "tip"),
                  *(lambda reference=reference: jacobian(arm[0], q, "tip", reference) for reference in ("world", "local")),

@@ -43,6 +43,8 @@ import numpy as np
 from robot_dynamics.tools.benchmarks.robots import example_robot_path, panda7_urdf
 
 ANSWER_TOPIC = "computed_torques"
+#: the ``dynamics_node`` executable's entry point, run by this interpreter (the arguments follow)
+DYNAMICS_NODE = "import sys, robot_dynamics_executables as e; sys.exit(e.dynamics_node())"
 
 
 def robot_urdf(name: str) -> str:
@@ -216,7 +218,7 @@ def run_case(node, executor, label, kind, robot, rate, duration, namespace, comm
                 f"    command_source: {json.dumps(command_source)}\n"
                 "    desired_timeout: 1.0\n"
             )
-            cmd = [sys.executable, "-m", "robot_dynamics.nodes.dynamics_node", "--executor", responder_executor,
+            cmd = [sys.executable, "-c", DYNAMICS_NODE, "--executor", responder_executor,
                    "--ros-args", "--params-file", str(params)]
         cmd += ["-r", f"__ns:={namespace}"]
         log = open(Path(tmp) / "responder.log", "w+b")
