@@ -18,7 +18,7 @@ The driver (this process) publishes JointState (name, position, velocity) from a
 a sequence number in ``header.stamp``, and records the arrival of each answer in its executor;
 latency = answer arrival - publication, lost = published - answered (after a drain). Each
 responder runs in its own process; its CPU use over the window is read from ``/proc``, and divided
-by the messages sent, its CPU per message: the dynamics node's is quoted as a ratio to the echo's.
+by the messages it answered, its CPU per message: the dynamics node's is quoted as a ratio to the echo's.
 
 Run: ``robot-dynamics bench node [--duration 10] [--executor events] [--listen all]`` or
 ``python -m robot_dynamics.tools.benchmarks.node``
@@ -249,7 +249,8 @@ def run_case(node, executor, label, kind, robot, rate, duration, namespace, comm
             count = int(rate * duration)
             cpu0, t0 = _cpu_seconds(proc.pid), time.monotonic()
             driver.run(rate, first, count, desired_every)
-            cpu = (_cpu_seconds(proc.pid) - cpu0) / (time.monotonic() - t0)
+            cpu_seconds = _cpu_seconds(proc.pid) - cpu0
+            cpu = cpu_seconds / (time.monotonic() - t0)
         finally:
             driver.close()
             _stop(proc)
@@ -262,7 +263,8 @@ def run_case(node, executor, label, kind, robot, rate, duration, namespace, comm
         "p50": float(np.percentile(latency, 50)) if latency.size else float("nan"),
         "p99": float(np.percentile(latency, 99)) if latency.size else float("nan"),
         "max": float(latency.max()) if latency.size else float("nan"),
-        "lost": int(count - latency.size), "cpu": cpu * 100, "cpu_per_message": cpu / rate * 1e6,
+        "lost": int(count - latency.size), "cpu": cpu * 100,
+        "cpu_per_message": cpu_seconds / max(latency.size, 1) * 1e6,  # (per message answered)
     }
 
 
