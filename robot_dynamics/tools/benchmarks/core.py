@@ -43,16 +43,19 @@ def _robots():
     }
 
 
-QUANTITIES = ("inverse dynamics", "gravity", "mass matrix", "forward dynamics", "Coriolis matrix")
+QUANTITIES = ("inverse dynamics", "gravity", "mass matrix", "forward dynamics", "Coriolis matrix",
+              "g, h and M of one state (one pass; Pinocchio: three calls)")
 
 
 def _our_calls(model, q, qd, qdd):
+    data = rd.Data(model)
     return [
         lambda: rd.inverse_dynamics(model, q, qd, qdd),
         lambda: rd.gravity_torques(model, q),
         lambda: rd.mass_matrix(model, q),
         lambda: rd.forward_dynamics(model, q, qd, qdd),
         lambda: rd.coriolis_matrix(model, q, qd),
+        lambda: rd.compute_terms(data, q, qd, rd.GRAVITY | rd.BIAS | rd.MASS),
     ]
 
 
@@ -63,6 +66,8 @@ def _pinocchio_calls(pin, model, data, q, qd, qdd):
         lambda: pin.crba(model, data, q),
         lambda: pin.aba(model, data, q, qd, qdd),
         lambda: pin.computeCoriolisMatrix(model, data, q, qd),
+        lambda: (pin.computeGeneralizedGravity(model, data, q), pin.nonLinearEffects(model, data, q, qd),
+                 pin.crba(model, data, q)),
     ]
 
 
