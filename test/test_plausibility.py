@@ -61,7 +61,7 @@ def test_hold_position_holds_a_never_commanded_elastic_arm_where_it_started(plan
     """The motor held at q0 + K^-1 g(q0) with the constant gravity g(q0): the link's equilibrium is
     q0 exactly (the spring carries g(q0)), and the arm settles there."""
     q0 = (0.3, -0.2)
-    plan = simulator_plan.compile_plan(planar, docs_settings(
+    plan = simulator_plan.make_plan(planar, docs_settings(
         initial_positions=q0, on_command_timeout="hold_position", integrator=integrator))
     sim, worst = run_drives(plan, "hold_position")
     g = rd.gravity_torques(plan.model, np.array(q0))
@@ -76,7 +76,7 @@ def test_brake_stops_a_never_commanded_elastic_arm_near_where_it_started(planar,
     """The motors braked, the links sag until the springs carry their weight and stay: at rest
     K (theta - q) = g(q), and the sag is about K^-1 g(q0) (0.022 rad here)."""
     q0 = np.array([0.3, -0.2])
-    plan = simulator_plan.compile_plan(planar, docs_settings(
+    plan = simulator_plan.make_plan(planar, docs_settings(
         initial_positions=tuple(q0), on_command_timeout="brake", integrator=integrator))
     sim, worst = run_drives(plan, "brake")
     sag = rd.gravity_torques(plan.model, q0) / np.array(DOCS_STIFFNESS)
@@ -99,7 +99,7 @@ def test_velocity_limits_bound_the_motors_of_an_elastic_arm(arm7):
     """Commanded zero torque, the arm falls under gravity: the drives brake each motor at its URDF
     velocity limit (within 10 %: a loop of finite gain); the links ring on their springs around
     it (within 50 %). Without the limits the same fall reaches 4 times the limit."""
-    plan = simulator_plan.compile_plan(arm7, geared_arm7(arm7))
+    plan = simulator_plan.make_plan(arm7, geared_arm7(arm7))
     commands = Commands(arm7.nv, plan.q0)
     commands.accept(np.arange(arm7.nv), np.zeros(arm7.nv), 0.0, 0.0)  # live zero commands, never stale
     limit = arm7.velocity_limits
@@ -155,7 +155,7 @@ def test_outputs_beyond_the_torque_bound_are_not_believed(arm7):
 
 
 def test_the_simulator_rejects_implausible_effort_commands(arm7):
-    plan = simulator_plan.compile_plan(arm7, simulator_plan.Settings())
+    plan = simulator_plan.make_plan(arm7, simulator_plan.Settings())
     effort_command([1.0] * arm7.nv, plan)
     with pytest.raises(Rejected, match="torques above 1000 times the joint's torque scale: arm7_joint2=1e\\+300"):
         effort_command([0.0, 1e300] + [0.0] * (arm7.nv - 2), plan)
@@ -176,13 +176,13 @@ def test_simulator_parameters_that_would_break_plausibility_are_refused(planar):
                                                  "motors .* at least 596.9 Hz"),
         "armature": (dict(armature=(1e300, 1e300)), "mass matrix entry \\(theta1, theta1\\) = 1e\\+300"),
     }
-    simulator_plan.compile_plan(planar, docs_settings())  # the docs' values are fine
+    simulator_plan.make_plan(planar, docs_settings())  # the docs' values are fine
     for name, (change, reason) in cases.items():
         with pytest.raises(ValueError, match=reason):
-            simulator_plan.compile_plan(planar, dataclasses.replace(docs_settings(), **change))
+            simulator_plan.make_plan(planar, dataclasses.replace(docs_settings(), **change))
     with pytest.raises(ValueError, match="physics_rate 50 Hz is too slow for the drives' brake loop .* at least 62.83"):
-        simulator_plan.compile_plan(planar, simulator_plan.Settings(physics_rate=50.0))
-    simulator_plan.compile_plan(planar, simulator_plan.Settings(physics_rate=100.0))
+        simulator_plan.make_plan(planar, simulator_plan.Settings(physics_rate=50.0))
+    simulator_plan.make_plan(planar, simulator_plan.Settings(physics_rate=100.0))
 
 
 def test_dynamics_parameters_that_would_break_plausibility_are_refused(arm7):
@@ -200,8 +200,8 @@ def test_dynamics_parameters_that_would_break_plausibility_are_refused(arm7):
     ]
     for settings, reason in cases:
         with pytest.raises(ValueError, match=reason):
-            dynamics_plan.compile_plan(arm7, dynamics_plan.Settings(**settings))
+            dynamics_plan.make_plan(arm7, dynamics_plan.Settings(**settings))
     # real values pass: a 3 kg tool 0.2 m out, a stiff servo, Mars, a geared arm
     for settings in (dict(payload_link=tcp, payload_mass=3.0, payload_com=(0.0, 0.0, 0.2)), dict(kp=(2500.0,), kd=(100.0,)),
                      dict(gravity=(0.0, 0.0, -3.71)), dict(armature=tuple(np.linspace(0.6, 0.1, 8)))):
-        dynamics_plan.compile_plan(arm7, dynamics_plan.Settings(**settings))
+        dynamics_plan.make_plan(arm7, dynamics_plan.Settings(**settings))

@@ -22,12 +22,12 @@ import math
 
 import numpy as np
 
-from ..model import FIRST_MOMENT, MASS, ORIGIN_P
+from ..model import FIRST_MOMENT, MASS, ORIGIN_P, given_limits
 
 __all__ = ["GRAVITY_FACTOR", "MAX_DESCRIPTION_CHARS", "MAX_TEXT", "PAYLOAD_FACTOR", "POSITION_MARGIN", "STANDARD_GRAVITY",
            "TORQUE_FACTOR", "UNLIMITED_POSITION", "UNLIMITED_SPEED", "VELOCITY_FACTOR", "Plausibility",
-           "check_gains", "check_gravity", "check_payload", "check_outputs_finite", "check_outputs_plausible", "closest_name", "cut",
-           "description_text", "given_limits"]
+           "check_gains", "check_gravity", "check_payload", "check_outputs_finite", "check_outputs_plausible", "closest_name",
+           "cut", "description_text"]
 
 #: largest robot_description accepted, characters (the biggest real URDFs are a few hundred kB)
 MAX_DESCRIPTION_CHARS = 10_000_000
@@ -167,11 +167,6 @@ def robot_size(model) -> tuple[float, float]:
     com = np.linalg.norm(bodies[:, FIRST_MOMENT], axis=1) / np.where(mass > 0, mass, 1.0)
     reach = np.linalg.norm(bodies[:, ORIGIN_P], axis=1).sum() + (com.max() if len(com) else 0.0)
     return float(mass.sum()), float(reach)
-
-
-def given_limits(limits: np.ndarray) -> np.ndarray:
-    """``limits`` with the entries a URDF leaves at 0 (or gives as 0: "none") made infinite."""
-    return np.where(limits > 0, limits, np.inf)
 
 
 def reference_state(model) -> np.ndarray:

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ..model import given_limits
 from .parameters import Rejected, duplicates
 from .simulator_plan import DRIVE_BANDWIDTH, Plan
 
@@ -86,7 +87,7 @@ def drive_torques(model, q: np.ndarray, qd: np.ndarray, commands: Commands, on_t
     gravity ``g(q_hold)`` (Tomei's PD with gravity compensation), so the link settles at ``q_hold``
     exactly; the velocity limit bounds the motor velocity."""
     stale = commands.stale if on_timeout != "zero_torque" else np.zeros(model.nv, dtype=bool)
-    vmax = np.where(model.velocity_limits > 0, model.velocity_limits, np.inf)
+    vmax = given_limits(model.velocity_limits)
     position, velocity = (q, qd) if motors is None else motors[:2]
     over = np.abs(velocity) > vmax if limit_velocity else np.zeros(model.nv, dtype=bool)
     if not (stale.any() or over.any()):

@@ -1,7 +1,7 @@
 """The simulator node's settings and plan (no rclpy).
 
 :data:`PARAMETERS` are the node's parameters, :class:`Settings` their values, :func:`coerce_setting`
-converts and checks one value; :func:`compile_plan` checks the settings against a parsed model and
+converts and checks one value; :func:`make_plan` checks the settings against a parsed model and
 derives the orders of the command and state messages and the initial state (:class:`Plan`);
 :func:`configure` sets a :class:`~robot_dynamics.simulation.Simulator`'s switches from the settings.
 """
@@ -19,8 +19,8 @@ from ..elastic import links_only, stiffness_vector
 from .parameters import MOTOR_PARAMETERS, Parameter, bounded_float, float_list, motor_values, name_list, require_joints, with_armature
 from .safety import Plausibility, check_gravity, check_outputs_finite, check_outputs_plausible, reference_state
 
-__all__ = ["DRIVE_BANDWIDTH", "ON_COMMAND_TIMEOUT", "PARAMETERS", "SERVICES", "STEP_ANGLE", "TOPICS", "Plan", "Settings", "coerce_setting",
-           "compile_plan", "configure", "fastest_rate"]
+__all__ = ["DRIVE_BANDWIDTH", "ON_COMMAND_TIMEOUT", "PARAMETERS", "SERVICES", "STEP_ANGLE", "TOPICS", "Plan", "Settings",
+           "coerce_setting", "configure", "fastest_rate", "make_plan"]
 
 
 #: what a joint's drive does once its command went stale
@@ -187,7 +187,7 @@ class Plan:
                 np.concatenate((effort[order], np.zeros(len(offset)))))
 
 
-def compile_plan(base: RobotModel, s: Settings) -> Plan:
+def make_plan(base: RobotModel, s: Settings) -> Plan:
     """``base`` + settings -> :class:`Plan`; ``ValueError`` naming the problem otherwise.
 
     Initial state: ``initial_positions`` / ``initial_velocities`` are parallel to
