@@ -183,7 +183,7 @@ def simulator(harness, namespace, **params):
 
 def test_a_never_commanded_elastic_arm_with_brake_stays_where_it_started(harness):
     """docs/motors.md's elastic planar 2R, on_command_timeout brake, no command ever: 3 s simulated,
-    every published state within the springs' sag (K^-1 g(q0), 0.022 rad) of the start."""
+    every published state within twice the springs' static sag (K^-1 g(q0), 0.022 rad) of the start."""
     q0 = [0.3, -0.2]
     sim = simulator(harness, "/elastic_brake", robot_description=PLANAR, motor_joint_names=["theta1", "theta2"],
                     armature=[0.5, 0.5], joint_stiffness=[1500.0, 1500.0], on_command_timeout="brake",
@@ -194,7 +194,9 @@ def test_a_never_commanded_elastic_arm_with_brake_stays_where_it_started(harness
         assert not sim.node._failure
         positions = np.array([m.position[:2] for m in states.messages])
         assert len(positions) > 20  # (as fast as possible: the publisher's history drops some)
-        assert np.abs(positions - q0).max() < 0.035
+        # the springs take the weight at once: at most twice their static deflection K^-1 g(q0) on the way
+        sag = np.abs(rd.gravity_torques(rd.load_urdf(PLANAR), np.array(q0)) / 1500.0).max()
+        assert np.abs(positions - q0).max() < 2 * sag
         settled = [m.velocity[:2] for m in states.messages if m.header.stamp.sec >= 2]
         assert settled and np.abs(settled).max() < 0.05
     finally:
