@@ -146,11 +146,12 @@ class Plausibility:
     def output_problem(self, values: np.ndarray) -> str:
         """The reason an output in model order (torques ``(nv,)`` or a mass matrix ``(nv, nv)``) is
         not believed (non-finite or beyond the bounds), '' when it is."""
+        bound = self.torque if values.ndim == 1 else self.matrix
+        if (np.abs(values) <= bound).all():  # (the common case first: the node's hot path; NaN fails it)
+            return ""
         if values.ndim == 1:
             return self.torque_problem(np.arange(len(values)), values)
         bad = ~(np.abs(values) <= self.matrix)
-        if not bad.any():
-            return ""
         i, j = np.unravel_index(int(np.argmax(np.where(bad, 1.0, 0.0))), values.shape)
         return (f"mass matrix entry ({self.names[i]}, {self.names[j]}) = {values[i, j]:.4g} beyond the plausible "
                 f"{self.matrix[i, j]:.4g} ({TORQUE_FACTOR:g} times the torque scale per rad/s^2)")
