@@ -180,6 +180,8 @@ def test_simulator_parameters_that_would_break_plausibility_are_refused(planar):
     for name, (change, reason) in cases.items():
         with pytest.raises(ValueError, match=reason):
             simulator_plan.make_plan(planar, dataclasses.replace(docs_settings(), **change))
+    with pytest.raises(ValueError, match="integrator euler cannot integrate elastic joints"):
+        simulator_plan.make_plan(planar, dataclasses.replace(docs_settings(), integrator="euler"))
     with pytest.raises(ValueError, match="physics_rate 50 Hz is too slow for the drives' brake loop .* at least 62.83"):
         simulator_plan.make_plan(planar, simulator_plan.Settings(physics_rate=50.0))
     simulator_plan.make_plan(planar, simulator_plan.Settings(physics_rate=100.0))

@@ -239,6 +239,10 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
     check_outputs_finite(model, what)
     check_outputs_plausible(model, plausibility, what)
     rate, fastest = fastest_rate(model, stiffness)
+    if stiffness and s.integrator == "euler":
+        raise ValueError("integrator euler cannot integrate elastic joints: explicit Euler adds energy to every "
+                         "oscillation at any step (by (1 + (w dt)^2)^(1/2) per step), and the springs' modes grow "
+                         "without bound; use semi_implicit_euler, rk4 or adaptive")
     if not rate <= STEP_ANGLE * MAX_PHYSICS_RATE:  # (inf, NaN: never)
         raise ValueError(f"{fastest} ({rate:.4g} 1/s) is too fast to integrate at any physics_rate (at most "
                          f"{MAX_PHYSICS_RATE:g} Hz, a step spanning at most {STEP_ANGLE:g}/rate)")
