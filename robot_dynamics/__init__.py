@@ -14,11 +14,12 @@ import importlib
 #: the public names and the module of each
 _PUBLIC = {
     "RobotModel": "model", "URDFError": "urdf", "load_urdf": "urdf",
+    **dict.fromkeys(("Data", "compute_terms", "GRAVITY", "BIAS", "MASS", "WORLD"), "data"),
     **dict.fromkeys(("inverse_dynamics", "gravity_torques", "bias_forces", "mass_matrix", "coriolis_matrix",
                      "forward_dynamics"), "dynamics"),
     **dict.fromkeys(("frame_pose", "jacobian", "kinetic_energy", "potential_energy", "operational_space_inertia"),
                     "kinematics"),
-    "regressor": "regressor", "inertial_parameters": "regressor",
+    "regressor": "regression", "inertial_parameters": "regression",
     **dict.fromkeys(("lagrange_euler_terms", "closed_form_terms", "christoffel_symbols", "christoffel_coriolis_matrix",
                      "dalembert_terms", "inertia_bounds"), "formulations"),
     **dict.fromkeys(("elastic_forward_dynamics", "elastic_inverse_dynamics", "elastic_energy"), "elastic"),

@@ -51,7 +51,7 @@ def run_drives(plan, mode, seconds=3.0, limit_velocity=False, commands=None, **s
     worst = np.zeros((2, plan.model.nv))  # largest |qd| and |motor qd| met
     for _ in range(round(seconds / dt)):
         motors = (sim.motor_q, sim.motor_qd, plan.stiffness) if plan.stiffness else None
-        sim.step(drive_torques(sim.model, sim.q, sim.qd, commands, mode, limit_velocity, motors), dt)
+        sim.step(drive_torques(plan.drives, sim.q, sim.qd, commands, mode, limit_velocity, motors), dt)
         worst = np.maximum(worst, np.abs([sim.qd, sim.motor_qd]))
     return sim, worst
 
@@ -117,11 +117,12 @@ def test_the_drive_laws_close_on_the_motors_of_elastic_joints(planar):
     q, qd, theta, theta_d = np.array([0.3, -0.2]), np.array([0.5, -0.4]), np.array([0.31, -0.19]), np.array([0.1, 0.2])
     hold = np.array([0.25, -0.1])
     commands = Commands(2, hold)
+    drives = simulator_plan.Drives(model)
     w, m, g = DRIVE_BANDWIDTH, np.diag(rd.mass_matrix(model, q)), rd.gravity_torques(model, q)
-    np.testing.assert_allclose(drive_torques(model, q, qd, commands, "brake", False, (theta, theta_d, K)),
+    np.testing.assert_allclose(drive_torques(drives, q, qd, commands, "brake", False, (theta, theta_d, K)),
                                g - 2 * w * m * theta_d)
     g_hold = rd.gravity_torques(model, hold)
-    np.testing.assert_allclose(drive_torques(model, q, qd, commands, "hold_position", False, (theta, theta_d, K)),
+    np.testing.assert_allclose(drive_torques(drives, q, qd, commands, "hold_position", False, (theta, theta_d, K)),
                                g_hold + m * (w * w * (hold + g_hold / K - theta) - 2 * w * theta_d))
 
 

@@ -13,9 +13,9 @@ import math
 
 import numpy as np
 
-from ..model import given_limits
+from ..data import GRAVITY, MASS, compute_terms
 from .parameters import Rejected, duplicates
-from .simulator_plan import DRIVE_BANDWIDTH, Plan
+from .simulator_plan import DRIVE_BANDWIDTH, Drives, Plan
 
 __all__ = ["DRIVE_BANDWIDTH", "Commands", "drive_torques", "effort_command", "external_wrench",
            "named_efforts"]
@@ -69,7 +69,7 @@ class Commands:
         return np.flatnonzero(np.isinf(self.time))
 
 
-def drive_torques(model, q: np.ndarray, qd: np.ndarray, commands: Commands, on_timeout: str,
+def drive_torques(drives: Drives, q: np.ndarray, qd: np.ndarray, commands: Commands, on_timeout: str,
                   limit_velocity: bool, motors=None) -> np.ndarray:
     """The torques the drives apply (model order): the commands; where a command went stale,
     ``on_timeout`` — ``zero_torque``: 0; ``brake``: ``g_i(q) - 2 w M_ii qd_i`` (stops the joint and
@@ -86,23 +86,26 @@ def drive_torques(model, q: np.ndarray, qd: np.ndarray, commands: Commands, on_t
     Hurwitz). ``hold_position`` holds the motor at ``q_hold + K^-1 g(q_hold)`` with the constant
     gravity ``g(q_hold)`` (Tomei's PD with gravity compensation), so the link settles at ``q_hold``
     exactly; the velocity limit bounds the motor velocity."""
-    stale = commands.stale if on_timeout != "zero_torque" else np.zeros(model.nv, dtype=bool)
-    vmax = given_limits(model.velocity_limits)
+    stale = commands.stale if on_timeout != "zero_torque" else drives.none
+    vmax = drives.velocity_limit
     position, velocity = (q, qd) if motors is None else motors[:2]
-    over = np.abs(velocity) > vmax if limit_velocity else np.zeros(model.nv, dtype=bool)
+    over = np.abs(velocity) > vmax if limit_velocity else drives.none
     if not (stale.any() or over.any()):
         return commands.effort
-    import robot_dynamics as rd
-
-    w, m, g = DRIVE_BANDWIDTH, np.diag(rd.mass_matrix(model, q)), rd.gravity_torques(model, q)
+    data = drives.data
+    held_load = None  # elastic hold_position: the constant g(q_hold) the springs carry there
+    if motors is not None and on_timeout == "hold_position" and stale.any():
+        compute_terms(data, commands.hold, None, GRAVITY)
+        held_load = data.g.copy()
+    compute_terms(data, q, None, GRAVITY | MASS)
+    w, m, g = DRIVE_BANDWIDTH, np.diag(data.M), data.g
     tau = commands.effort.copy()
     if on_timeout == "brake":
         tau[stale] = (g - 2 * w * m * velocity)[stale]
     elif on_timeout == "hold_position":
-        target, load = commands.hold, g
-        if motors is not None:
-            load = rd.gravity_torques(model, commands.hold)
-            target = commands.hold + load / np.asarray(motors[2])
+        load, target = g, commands.hold
+        if held_load is not None:
+            load, target = held_load, commands.hold + held_load / np.asarray(motors[2])
         tau[stale] = (load + m * (w * w * (target - position) - 2 * w * velocity))[stale]
     tau[over] = (g - 2 * w * m * (velocity - np.clip(velocity, -vmax, vmax)))[over]
     return tau

@@ -266,8 +266,8 @@ class SimulatorNode(RobotNode):
                              DiagnosticStatus.WARN, log=True)  # every new episode is logged
         try:
             motors = (sim.motor_q, sim.motor_qd, self._plan.stiffness) if self._plan.stiffness else None
-            effort = drive_torques(sim.model, sim.q, sim.qd, commands, s.on_command_timeout, s.enforce_velocity_limits,
-                                   motors)
+            effort = drive_torques(self._plan.drives, sim.q, sim.qd, commands, s.on_command_timeout,
+                                   s.enforce_velocity_limits, motors)
             sim.step(effort, dt, self._wrenches or None)
         except (SimulationError, ValueError) as exc:  # ValueError: an input that slipped past the checks
             implausible = self._implausible(self._plan)
