@@ -59,16 +59,17 @@ EXECUTABLES = {e.name: e for e in (
 
 def help_text(executable: Executable) -> str:
     """The ``--help`` epilog: parameters with type and default, topics, services."""
-    from .parameters import DESCRIPTION_PARAMETERS
+    from .parameters import DESCRIPTION_PARAMETERS, LOCK
 
     plan = importlib.import_module(executable.plan)
     wrap = textwrap.TextWrapper(width=100, initial_indent=" " * 6, subsequent_indent=" " * 6)
     lines = [f"parameters (--ros-args -p NAME:=VALUE or --params-file FILE; default node name "
              f"{executable.node_name!r}):"]
+    lockable = LOCK in plan.PARAMETERS
     for p in (*DESCRIPTION_PARAMETERS, *plan.PARAMETERS):
         kind = p.type or ("list" if isinstance(p.default, list) else "number")
         limits = f", {p.low:g} .. {p.high:g}" if p.low is not None else ""
-        fixed = ", read-only" if p.read_only else ""
+        fixed = ", read-only" if p.read_only else f", read-only with {LOCK.name}" if lockable and p.shapes_torque else ""
         lines.append(f"  {p.name} ({kind}{limits}{fixed}; default {_yaml(p.default)})")
         lines.extend(wrap.wrap(p.description))
     lines.append("topics (relative names follow the node's namespace):")

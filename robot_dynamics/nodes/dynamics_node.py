@@ -236,10 +236,16 @@ class DynamicsNode(RobotNode):
             self._compute_ns_max = dt
 
     def _finite(self, what: str, values: np.ndarray, now: int) -> bool:
-        if math.isfinite(values.sum()):  # NaN/inf anywhere (or an overflowing sum) makes it non-finite
-            return True
-        self.problem("output", f"not publishing {what}: not finite", now)
-        return False
+        """Whether ``values`` (model order) may be published: finite and believed by the plan's
+        plausibility rule (the one its inputs pass); the reason is reported otherwise."""
+        if not math.isfinite(values.sum()):  # NaN/inf anywhere (or an overflowing sum) makes it non-finite
+            self.problem("output", f"not publishing {what}: not finite", now)
+            return False
+        implausible = self._plan.plausibility.output_problem(values)
+        if implausible:
+            self.problem("output", f"not publishing {what}: not plausible: {implausible}", now)
+            return False
+        return True
 
     def _publish_gravity(self, plan: Plan, g: np.ndarray, heard: bool, command_out: str, stamp, now: int) -> None:
         if not self._finite("gravity_torques", g, now):
