@@ -444,9 +444,9 @@ def main(argv=None):
     except CLIError as error:
         sys.stderr.write(f"{PROG} {args.command}: error: {error}\n")
         return 1
-    except KeyboardInterrupt:
-        sys.stderr.write(f"{PROG} {args.command}: interrupted\n")
-        return 130
+    except KeyboardInterrupt as interrupt:  # Ctrl-C; SIGTERM too where processes.interrupt_on_sigterm is set
+        sys.stderr.write(f"{PROG} {args.command}: {getattr(interrupt, 'MESSAGE', 'interrupted')}\n")
+        return getattr(interrupt, "STATUS", 130)
 
 
 def _dispatch(args):
@@ -457,6 +457,10 @@ def _dispatch(args):
         for name in bundled_robot_names():
             out.write(f"{name:<16} {bundled_urdf(name)}\n")
         return 0
+    if args.command in ("demo", "bench"):  # they start processes: a SIGTERM stops them as a Ctrl-C does
+        from .tools.processes import interrupt_on_sigterm
+
+        interrupt_on_sigterm()
     if args.command == "demo":
         from .tools.demo import DemoError, check_arguments, run_demo
 

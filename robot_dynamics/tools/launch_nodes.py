@@ -111,6 +111,7 @@ def compile_kernels(*parts):
     from robot_dynamics_executables import INTERRUPTED
 
     from ..jit_cache import cache_directory
+    from .processes import die_with_parent
     from ..warm_up import compiled
 
     if compiled(*parts) or cache_directory() is None:  # (with no cache to fill, each node compiles its own)
@@ -119,7 +120,8 @@ def compile_kernels(*parts):
     log.info("compiling the dynamics kernels before starting the nodes (first launch after installing only: "
              "about 10 s on 2 free cores, up to twice that on a busy machine; later launches load them in about 1 s) ...")
     started = time.monotonic()
-    status = subprocess.run([sys.executable, "-m", "robot_dynamics_executables", *parts], stdin=subprocess.DEVNULL).returncode
+    status = subprocess.run([sys.executable, "-m", "robot_dynamics_executables", *parts], stdin=subprocess.DEVNULL,
+                            preexec_fn=die_with_parent()).returncode
     if status == 0:
         log.info(f"dynamics kernels compiled in {time.monotonic() - started:.1f} s")
     elif status == INTERRUPTED:

@@ -19,6 +19,7 @@ import numpy as np
 
 import robot_dynamics as rd
 from robot_dynamics.tools.benchmarks.robots import example_robot_path, panda7_urdf
+from robot_dynamics.tools.processes import die_with_parent
 
 BATCH = 10_000
 
@@ -115,7 +116,8 @@ def start_up_costs():
     )
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-        first, cached = (float(subprocess.check_output([sys.executable, "-c", script], env=env)) for _ in range(2))
+        first, cached = (float(subprocess.check_output([sys.executable, "-c", script], env=env, preexec_fn=die_with_parent()))
+                         for _ in range(2))
     return load_ms, first, cached
 
 
@@ -131,7 +133,7 @@ def warm_up_costs():
             for _ in range(2):
                 start = time.perf_counter()
                 subprocess.run([sys.executable, "-m", "robot_dynamics.warm_up", *([part] if part else [])], env=env,
-                               check=True)
+                               check=True, preexec_fn=die_with_parent())
                 seconds.append(time.perf_counter() - start)
         rows.append((part or "all parts", *seconds))
     return rows
