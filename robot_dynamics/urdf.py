@@ -19,6 +19,7 @@ from urdf_parser_py import urdf as urdf_parser
 from urdf_parser_py.xml_reflection import core as urdf_reflection
 
 from .dynamics import mass_matrix
+from .input_files import MAX_URDF_BYTES, read_text_file
 from .transmissions import reflected_motor_terms
 from .model import (
     FIRST_FACTOR, FIRST_MASTER, INERTIAL_PARAMETERS, KIND, MASTERS, OFFSET, ORIGIN_P, ORIGIN_R, PARENT, PRISMATIC,
@@ -90,9 +91,9 @@ def _read(source):
         except LookupError as error:
             raise URDFError(str(error)) from None
         try:
-            return path.read_text()
-        except OSError as error:
-            raise URDFError(f"cannot read URDF file {str(path)!r}: {error.strerror}") from None
+            return read_text_file(path, MAX_URDF_BYTES, "URDF file")
+        except ValueError as error:
+            raise URDFError(str(error)) from None
     if isinstance(source, bytes):
         return source.decode()
     if not isinstance(source, str):
