@@ -56,9 +56,10 @@ def load_urdf(source, mimic=True, couplings=None):
     does the same from Python for a URDF that cannot be edited, and wins over the joint's tags:
     ``{joint: {master: factor, ...}}`` or ``{joint: ({master: factor, ...}, offset)}``.  Chains are
     resolved onto independent coordinates; an unknown master, a cycle, a factor that is not finite or
-    beyond :data:`MAX_COUPLING_FACTOR` (as declared or through the chain), or a coupling that turns a
-    whole turn of a continuous joint into a different configuration of its follower (its factor not a
-    whole number, or the follower prismatic), is a URDFError naming the joint and the value.
+    beyond :data:`MAX_COUPLING_FACTOR` (as declared or through the chain) is a URDFError naming the
+    joint and the value. A coupling for which a whole turn of a continuous joint moves its follower
+    (a factor that is not a whole number, or a prismatic follower: a lead screw) is warned about: the
+    continuous joint's angle must then be the multi-turn one, never wrapped into [-pi, pi).
 
     >>> import robot_dynamics as rd
     >>> arm = rd.load_urdf(rd.examples.TWO_LINK_URDF)
@@ -316,20 +317,19 @@ def _check_factor(name, master, factor, how):
                         f"{MAX_COUPLING_FACTOR:g} in magnitude (a slip, or the dynamics would overflow)")
 
 
-def _check_periodic_couplings(couplings, types):
-    """A whole turn of a continuous joint is the same configuration (a robot's driver may wrap its angle
-    into [-pi, pi)); so must it be for the joints that follow it, or one pose gets two torques: each
-    factor on a continuous joint must be a whole number, and no prismatic joint may follow one."""
+def _warn_multi_turn_couplings(couplings, types):
+    """Warn where a whole turn of a continuous joint moves a joint that follows it (a factor that is not a
+    whole number, or a prismatic follower). A lead screw is such a mechanism, so it loads; but a driver
+    that wraps the continuous joint's angle into [-pi, pi) would give one pose two angles of the follower,
+    hence two torques."""
     for name, (factors, _) in couplings.items():
         for master, factor in factors.items():
-            if types[master] != "continuous" or factor == 0:
-                continue
-            if types[name] == "prismatic" or factor != round(factor):
-                turn = f"{factor * 360:g} degrees" if types[name] != "prismatic" else f"{factor * 2 * math.pi:g} m"
-                raise URDFError(f"joint {name!r} follows the continuous joint {master!r} with the factor {factor:g}: "
-                                f"a whole turn of {master!r}, the same configuration, moves {name!r} by {turn}, so one "
-                                f"pose would have two torques; give {master!r} limits (type revolute), or a whole-number "
-                                "factor to a revolute or continuous joint")
+            if types[master] == "continuous" and factor != 0 and (types[name] == "prismatic" or factor != round(factor)):
+                turn = f"{factor * 2 * math.pi:g} m" if types[name] == "prismatic" else f"{factor * 360:g} degrees"
+                warnings.warn(f"joint {name!r} follows the continuous joint {master!r} with the factor {factor:g}: a "
+                              f"whole turn of {master!r} moves {name!r} by {turn}, so its position must be the multi-turn "
+                              "angle, never wrapped into [-pi, pi) (with a range, declare it revolute with limits)",
+                              stacklevel=5)
 
 
 def _build(robot, declared):
@@ -340,7 +340,7 @@ def _build(robot, declared):
             raise URDFError(f"joint {joint.name!r} has type {joint.type!r}: {detail} (use revolute, continuous, prismatic or fixed)")
     moving = {joint.name for joint in robot.joints if joint.type != "fixed"}
     couplings = _resolve_couplings(declared, moving)
-    _check_periodic_couplings(couplings, {joint.name: joint.type for joint in robot.joints})
+    _warn_multi_turn_couplings(couplings, {joint.name: joint.type for joint in robot.joints})
 
     # Depth-first walk: each link gets (carrying body, pose in that body's frame).
     body_rows, body_parents, body_kinds, body_joints, joint_info = [], [], [], [], []

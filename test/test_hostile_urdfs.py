@@ -88,22 +88,30 @@ def test_the_largest_factors_allowed_load_with_finite_dynamics():
 
 # --- item 8: meanings the model cannot keep ----------------------------------------------------------
 
-def test_a_non_integer_coupling_to_a_continuous_joint_is_refused():
-    """One physical angle of j1 (theta and theta - 2 pi) would give j2 two angles, hence two gravity torques."""
-    with pytest.raises(rd.URDFError, match="joint 'j2' follows the continuous joint 'j1' with the factor 0.5: a whole "
-                                           "turn of 'j1', the same configuration, moves 'j2' by 180 degrees"):
-        rd.load_urdf(chain(j2="0.5", kinds=("continuous", "continuous", "revolute")))
-    with pytest.raises(rd.URDFError, match="joint 'j2' follows the continuous joint 'j1' with the factor 1"):
+def test_a_coupling_a_whole_turn_of_a_continuous_joint_moves_is_warned_about():
+    """A wrapped angle of j1 (theta and theta - 2 pi) would give j2 two angles, hence two gravity torques; a
+    lead screw (a prismatic joint following a continuous one) is real, so it is a warning, not a refusal."""
+    with pytest.warns(UserWarning, match=r"joint 'j2' follows the continuous joint 'j1' with the factor 0.5: a whole "
+                                         r"turn of 'j1' moves 'j2' by 180 degrees, so its position must be the "
+                                         r"multi-turn angle, never wrapped into \[-pi, pi\)"):
+        model = rd.load_urdf(chain(j2="0.5", kinds=("continuous", "continuous", "revolute")))
+    q = np.full(model.nv, 0.3)
+    turned = q + 2 * np.pi * (np.array(model.joint_names) == "j1")
+    assert np.abs(rd.gravity_torques(model, turned) - rd.gravity_torques(model, q)).max() > 1.0  # two torques
+    with pytest.warns(UserWarning, match="joint 'j2' follows the continuous joint 'j1' with the factor 1: a whole "
+                                         "turn of 'j1' moves 'j2' by 6.28319 m"):
         rd.load_urdf(chain(j2="1", kinds=("continuous", "prismatic", "revolute")))
     # through a chain: j3 = 0.5 * 3 * j1
-    with pytest.raises(rd.URDFError, match="joint 'j3' follows the continuous joint 'j1' with the factor 1.5"):
+    with pytest.warns(UserWarning, match="joint 'j3' follows the continuous joint 'j1' with the factor 1.5"):
         rd.load_urdf(chain(j2="3", j3="0.5", kinds=("continuous", "revolute", "revolute")))
 
 
-def test_couplings_a_whole_turn_keeps_are_accepted():
+def test_couplings_a_whole_turn_keeps_load_without_a_warning():
     for multiplier, kinds in (("2", ("continuous", "continuous", "revolute")), ("-1", ("continuous", "revolute", "revolute")),
                               ("0.5", ("revolute", "continuous", "revolute"))):
-        model = rd.load_urdf(chain(j2=multiplier, kinds=kinds))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            model = rd.load_urdf(chain(j2=multiplier, kinds=kinds))
         if kinds[0] == "continuous":  # the same torque a whole turn of j1 later
             q = np.full(model.nv, 0.3)
             turned = q + 2 * np.pi * (np.array(model.joint_names) == "j1")
