@@ -72,14 +72,6 @@ def load_urdf(source, mimic=True, couplings=None):
     ...
     robot_dynamics.urdf.URDFError: the URDF has several root links (links that are no joint's child): 'a', 'b'
     """
-    model = _model(source, mimic, couplings)
-    _check_joint_inertias(model)  # (a rotor alone gives a joint inertia)
-    return model
-
-
-def _model(source, mimic=True, couplings=None):
-    """:func:`load_urdf`'s model without its check for joints that move no mass, which computes the
-    mass matrix: ``warm_up``'s two processes load this one, and compile that kernel in one of them."""
     xml = _read(source)
     robot, declared = _parse(xml)
     if not mimic:
@@ -90,7 +82,9 @@ def _model(source, mimic=True, couplings=None):
         armature, motor_damping = reflected_motor_terms(ET.fromstring(xml), model)
     except TransmissionError as error:
         raise URDFError(str(error)) from None
-    return model.with_armature(armature, motor_damping)
+    model = model.with_armature(armature, motor_damping)
+    _check_joint_inertias(model)  # (a rotor alone gives a joint inertia)
+    return model
 
 
 def _read(source):
