@@ -15,7 +15,7 @@ import pytest
 import robot_dynamics as rd
 from robot_dynamics.identification import ExcitationError, read_trajectory_csv
 from robot_dynamics.input_files import read_text_file
-from robot_dynamics.nodes.trajectory_plan import Settings, compile_trajectory
+from robot_dynamics.nodes.trajectory_plan import Settings, make_trajectory
 
 HEADER = "t,q_theta1,q_theta2,qd_theta1,qd_theta2,qdd_theta1,qdd_theta2\n"
 ROW = "{t},0.1,0.2,0,0,0,0\n"
@@ -93,11 +93,11 @@ def test_an_excitation_file_without_a_trajectory_is_refused_with_the_reason(tmp_
     assert text in str(error.value)
     planar = rd.load_urdf("planar_2r")
     with pytest.raises(ValueError, match="excitation_file: .*" + text.split(";")[0].replace("(", r"\(").replace(")", r"\)")):
-        compile_trajectory(planar, Settings(excitation_file=str(path)))
+        make_trajectory(planar, Settings(excitation_file=str(path)))
 
 
 def test_a_two_row_excitation_file_plays_finite_values(tmp_path):
-    played = compile_trajectory(rd.load_urdf("planar_2r"), Settings(excitation_file=str(excitation(tmp_path, [0, 1]))))
+    played = make_trajectory(rd.load_urdf("planar_2r"), Settings(excitation_file=str(excitation(tmp_path, [0, 1]))))
     for t in (-1.0, 0.0, 0.5, 2.0):
         assert all(np.all(np.isfinite(values)) for values in played.at(t))
 
