@@ -18,7 +18,7 @@ _PUBLIC = {
                      "forward_dynamics"), "dynamics"),
     **dict.fromkeys(("frame_pose", "jacobian", "kinetic_energy", "potential_energy", "operational_space_inertia"),
                     "kinematics"),
-    "regressor": "regressor", "inertial_parameters": "regressor",
+    "regressor": "regression", "inertial_parameters": "regression",
     **dict.fromkeys(("lagrange_euler_terms", "closed_form_terms", "christoffel_symbols", "christoffel_coriolis_matrix",
                      "dalembert_terms", "inertia_bounds"), "formulations"),
     **dict.fromkeys(("elastic_forward_dynamics", "elastic_inverse_dynamics", "elastic_energy"), "elastic"),
