@@ -14,7 +14,6 @@ wiring as ``launch/*.launch.py``, where ``ros2 launch`` is not installed. Nothin
   started it, whatever ends that program.
 """
 
-import ctypes
 import json
 import os
 import random
@@ -72,6 +71,8 @@ def die_with_parent():
     """
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes  # (here: the demo's and the CLI's imports stay light)
+
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
