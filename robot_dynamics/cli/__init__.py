@@ -61,7 +61,7 @@ def main(argv=None):
     except CLIError as error:
         sys.stderr.write(f"{PROG} {args.command}: error: {error}\n")
         return 1
-    except KeyboardInterrupt:
-        sys.stderr.write(f"{PROG} {args.command}: interrupted\n")
-        return 130
+    except KeyboardInterrupt as interrupt:  # Ctrl-C; SIGTERM too where processes.interrupt_on_sigterm is set
+        sys.stderr.write(f"{PROG} {args.command}: {getattr(interrupt, 'MESSAGE', 'interrupted')}\n")
+        return getattr(interrupt, "STATUS", 130)
 

@@ -23,10 +23,11 @@ import sys
 import textwrap
 from dataclasses import dataclass
 
+from ..input_files import MAX_URDF_BYTES, read_text_file
+
 __all__ = ["MAX_URDF_BYTES", "help_text", "main"]
 
 EXECUTORS = ("single", "events")  # runner.run_node's names for rclpy's executors
-MAX_URDF_BYTES = 16 * 1024 * 1024  # a URDF larger than this is refused (the biggest real ones are ~1 MB)
 
 
 @dataclass(frozen=True)
@@ -118,13 +119,7 @@ def read_urdf(argument: str) -> str:
         path = urdf_file(argument)
     except LookupError as exc:
         raise ValueError(str(exc)) from None
-    size = path.stat().st_size
-    if size > MAX_URDF_BYTES:
-        raise ValueError(f"{path} has {size} bytes, more than the {MAX_URDF_BYTES} a URDF may have")
-    try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read {path}: {exc}") from None
+    return read_text_file(path, MAX_URDF_BYTES, "URDF")
 
 
 def main(name: str, args=None, load_kernels=None) -> int:

@@ -20,6 +20,7 @@ import numpy as np
 
 import robot_dynamics as rd
 from robot_dynamics.tools.benchmarks.robots import example_robot_path, panda7_urdf
+from robot_dynamics.tools.processes import die_with_parent
 
 BATCH = 10_000
 
@@ -121,7 +122,8 @@ def start_up_costs():
     )
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-        first, cached = (float(subprocess.check_output([sys.executable, "-c", script], env=env)) for _ in range(2))
+        first, cached = (float(subprocess.check_output([sys.executable, "-c", script], env=env, preexec_fn=die_with_parent()))
+                         for _ in range(2))
     return load_ms, first, cached
 
 
@@ -152,7 +154,7 @@ def compile_costs():
             for _ in range(2):
                 start, cpu = time.perf_counter(), _children_cpu()
                 subprocess.run([sys.executable, "-m", "robot_dynamics_executables", "compile", part], env=env,
-                               check=True, stdout=subprocess.DEVNULL)
+                               check=True, stdout=subprocess.DEVNULL, preexec_fn=die_with_parent())
                 seconds.append((time.perf_counter() - start, _children_cpu() - cpu))
         rows.append((part, seconds[0][0], seconds[0][1], seconds[1][0]))
     return rows
