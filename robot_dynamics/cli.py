@@ -18,7 +18,8 @@ Subcommands::
 ``cartesian_3dof``). ``--q`` takes the joint values in model order (``--q 0 0.5``, also
 ``--q 0,0.5``) or by name (``--q theta2=0.5``; joints not named are 0). Errors are one line on
 stderr and a non-zero exit status: 1 for a bad URDF, configuration or unknown robot, 2 for a
-command-line usage error.
+command-line usage error or bad input to ``excite``/``identify`` (a recording, an option's value,
+an output path).
 
 Only the ``demo`` and ``bench`` subcommands need ROS 2 (rclpy) and matplotlib; the others need
 only the core library.
@@ -489,8 +490,9 @@ def _dispatch(args):
             if args.command == "excite":
                 return commands.run_excite(args, model, out, sys.stderr)
             return commands.run_identify(args, model, path, out, sys.stderr)
-        except commands.ERRORS as error:
-            raise CLIError(str(error)) from None
+        except commands.ERRORS as error:  # bad input: a recording, an option's value, an output path
+            sys.stderr.write(f"{PROG} {args.command}: error: {error}\n")
+            return 2
 
     import robot_dynamics as rd
 

@@ -25,6 +25,7 @@ from .model import (
     REVOLUTE, SCREW, Frame, RobotModel, inertial_parameters_about_origin, move_inertial_parameters, read_only,
 )
 from .robots import urdf_file
+from .spatial import axis_angle
 
 SUPPORTED_JOINTS = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC, "fixed": None}
 _KEPT_LINK_ELEMENTS = {"inertial"}
@@ -36,7 +37,7 @@ class URDFError(ValueError):
     """A URDF that cannot be turned into a correct model; the message names the link or joint."""
 
 
-def load_urdf(source, mimic=True, couplings=None):
+def load_urdf(source, mimic=True, couplings=None, locks=None):
     """Build a :class:`RobotModel` from a URDF file path, an XML string or a bundled robot's name.
 
     A path that is not a file is looked up among the bundled robots (``"planar_2r"``), the same
@@ -50,7 +51,9 @@ def load_urdf(source, mimic=True, couplings=None):
     does the same from Python for a URDF that cannot be edited, and wins over the joint's tags:
     ``{joint: {master: factor, ...}}`` or ``{joint: ({master: factor, ...}, offset)}``.  Chains are
     resolved onto independent coordinates; an unknown master, a cycle or a non-finite factor is a
-    URDFError naming the joint.
+    URDFError naming the joint.  ``locks`` (``{joint: position}``) holds moving joints at a
+    position: each becomes a fixed joint at that position and is folded like one (a gripper the
+    recording lacks, a tool's axis).
 
     >>> import robot_dynamics as rd
     >>> arm = rd.load_urdf(rd.examples.TWO_LINK_URDF)
@@ -63,12 +66,12 @@ def load_urdf(source, mimic=True, couplings=None):
     ...
     robot_dynamics.urdf.URDFError: the URDF has several root links (links that are no joint's child): 'a', 'b'
     """
-    model = _model(source, mimic, couplings)
+    model = _model(source, mimic, couplings, locks)
     _warn_massless_joints(model)  # a rotor alone gives a joint inertia
     return model
 
 
-def _model(source, mimic=True, couplings=None):
+def _model(source, mimic=True, couplings=None, locks=None):
     """:func:`load_urdf`'s model without its check for joints that move no mass, which computes the
     mass matrix: ``warm_up``'s two processes load this one, and compile that kernel in one of them."""
     xml = _read(source)
@@ -76,7 +79,7 @@ def _model(source, mimic=True, couplings=None):
     if not mimic:
         declared = {}
     declared.update(_api_couplings(couplings))
-    model = _build(robot, declared)
+    model = _build(robot, declared, _locks(robot, declared, locks))
     armature, motor_damping = reflected_motor_terms(ET.fromstring(xml), model)
     return model.with_armature(armature, motor_damping)
 
@@ -294,14 +297,53 @@ def _resolve_couplings(declared, moving):
     return resolved
 
 
-def _build(robot, declared):
+def _locks(robot, declared, locks):
+    """``{joint: position}`` of the joints to hold fixed: the moving joints of ``locks`` and the
+    coupled joints that follow only locked ones, at ``multiplier * master + offset``."""
+    moving = {joint.name for joint in robot.joints if joint.type != "fixed"}
+    held = {}
+    for name, value in (locks or {}).items():
+        if name not in moving:
+            raise URDFError(f"cannot lock joint {name!r}: not a moving joint of the URDF "
+                            f"(moving joints: {', '.join(sorted(moving))})")
+        if name in declared:
+            raise URDFError(f"cannot lock joint {name!r}: it follows another joint (<mimic>); lock its master")
+        held[name] = float(_finite([value], f"lock of joint {name!r}")[0])
+    followers = {name: value for name, value in declared.items() if name in moving}
+    while True:  # coupled joints whose masters are all held, chains included
+        ready = [name for name, (terms, _) in followers.items() if name not in held and all(m in held for m, _ in terms)]
+        if not ready:
+            break
+        for name in ready:
+            terms, offset = followers[name]
+            held[name] = sum(factor * held[master] for master, factor in terms) + offset
+    for name, (terms, _) in followers.items():
+        if name not in held and any(master in held for master, _ in terms):
+            raise URDFError(f"joint {name!r} follows locked and unlocked joints: lock them all, or none")
+    return held
+
+
+def _locked_motion(joint, value):
+    """The 4x4 motion of a locked joint held at ``value`` (rad or m) along its axis."""
+    axis = np.asarray(_finite(joint.axis if joint.axis is not None else (1.0, 0.0, 0.0), f"joint {joint.name!r} axis"))
+    axis = axis / max(np.linalg.norm(axis), 1e-300)
+    motion = np.eye(4)
+    if SUPPORTED_JOINTS.get(joint.type) == PRISMATIC:
+        motion[:3, 3] = value * axis
+    else:
+        motion[:3, :3] = np.array(axis_angle(axis, value)).reshape(3, 3)
+    return motion
+
+
+def _build(robot, declared, locks=None):
+    locks = locks or {}
     root, links, children = _tree(robot)
     for joint in robot.joints:
         if joint.type not in SUPPORTED_JOINTS:
             detail = "not supported yet" if joint.type in ("floating", "planar") else "unknown"
             raise URDFError(f"joint {joint.name!r} has type {joint.type!r}: {detail} (use revolute, continuous, prismatic or fixed)")
-    moving = {joint.name for joint in robot.joints if joint.type != "fixed"}
-    couplings = _resolve_couplings(declared, moving)
+    moving = {joint.name for joint in robot.joints if joint.type != "fixed" and joint.name not in locks}
+    couplings = _resolve_couplings({name: value for name, value in declared.items() if name not in locks}, moving)
 
     # Depth-first walk: each link gets (carrying body, pose in that body's frame).
     body_rows, body_parents, body_kinds, body_joints, joint_info = [], [], [], [], []
@@ -313,7 +355,9 @@ def _build(robot, declared):
         joint = stack.pop()
         parent_frame = frames[joint.parent]
         origin = parent_frame.pose @ _pose(joint.origin, f"joint {joint.name!r}")
-        if joint.type == "fixed":
+        if joint.name in locks:  # held at a position: a fixed joint there
+            frames[joint.child] = Frame(parent_frame.body, read_only(origin @ _locked_motion(joint, locks[joint.name])))
+        elif joint.type == "fixed":
             frames[joint.child] = Frame(parent_frame.body, read_only(origin))
         else:
             axis = _finite(joint.axis if joint.axis is not None else (1.0, 0.0, 0.0), f"joint {joint.name!r} axis")

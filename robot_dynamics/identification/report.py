@@ -186,7 +186,8 @@ def validation_lines(joint_names, validation):
 
 
 def plot_validation(path, joint_names, validation):
-    """Measured vs predicted torques per joint (identified model and input URDF), one panel per joint."""
+    """Measured vs predicted torques per joint (identified model and input URDF), one panel per joint,
+    as a PNG to ``path`` (a file name or a binary stream)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -206,5 +207,5 @@ def plot_validation(path, joint_names, validation):
     axes[-1, 0].set_xlabel("t [s]")
     figure.suptitle(f"joint torques on {validation.label}: measured and predicted")
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    figure.savefig(path, dpi=100, format="png")
     plt.close(figure)
