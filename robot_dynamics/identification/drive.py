@@ -71,7 +71,8 @@ def check_positions(source, model, q):
     revolute = np.array([kind in ("revolute", "continuous") for kind in model.joint_types])
     limited = np.isfinite(lower) & np.isfinite(upper)
     low, high = q.min(axis=0), q.max(axis=0)
-    centre, half = (lower + upper) / 2, (upper - lower) / 2
+    with np.errstate(invalid="ignore"):  # unlimited joints: inf - inf
+        centre, half = (lower + upper) / 2, (upper - lower) / 2
     far = limited & ((high - centre > DEGREES_MARGIN * half + 0.1) | (centre - low > DEGREES_MARGIN * half + 0.1))
     as_radians = (np.radians(low) >= lower - 0.05 * half) & (np.radians(high) <= upper + 0.05 * half)
     slips = np.flatnonzero(far & revolute & as_radians)
@@ -86,12 +87,30 @@ def check_positions(source, model, q):
                       f"URDF limits [{lower[j]:.4g}, {upper[j]:.4g}]: check the recording's units and the URDF", stacklevel=3)
 
 
-def check_torques(source, model, samples):
+def _nominal(model, samples, scale=1.0):
+    """The URDF model's torques on the samples' motion, revolute positions times ``scale``."""
+    factor = np.where([kind in ("revolute", "continuous") for kind in model.joint_types], scale, 1.0)
+    q, qd, qdd = samples.q * factor, samples.qd * factor, samples.qdd * factor
+    return rd.inverse_dynamics(model, q, qd, qdd) + model.viscous_damping * qd + model.friction * samples.coulomb
+
+
+def _misfit(measured, nominal):
+    return float(np.sum(np.sqrt(np.mean((measured - nominal) ** 2, axis=0))) / max(np.sum(np.sqrt(np.mean(measured**2, axis=0))), 1e-300))
+
+
+def check_torques(source, model, samples, degrees_possible=True):
     """Refuse torques whose scale is far from the URDF model's on the same motion (a units slip),
-    and warn about a scale off by a few times or a joint whose torques look sign-flipped."""
-    nominal = (rd.inverse_dynamics(model, samples.q, samples.qd, samples.qdd) + model.viscous_damping * samples.qd
-               + model.friction * samples.coulomb)
+    or that the URDF model explains far better with the positions read as degrees; warn about a
+    scale off by a few times or a joint whose torques look sign-flipped."""
+    nominal = _nominal(model, samples)
     measured = samples.tau
+    if degrees_possible and any(kind in ("revolute", "continuous") for kind in model.joint_types):
+        misfit, as_degrees = _misfit(measured, nominal), _misfit(measured, _nominal(model, samples, np.pi / 180))
+        if misfit > 0.5 and as_degrees < 0.5 * misfit:
+            raise RecordingError(
+                f"{source}: the URDF model misses the recorded torques by {100 * misfit:.0f} % with the positions "
+                f"in radians and by {100 * as_degrees:.0f} % with them in degrees: the recording looks to be in degrees; "
+                "pass --position-unit deg")
     scale = np.sqrt(np.mean(measured**2, axis=0)) / np.maximum(np.sqrt(np.mean(nominal**2, axis=0)), 1e-12)
     typical = float(np.exp(np.median(np.log(np.maximum(scale, 1e-300)))))
     if not 1 / TORQUE_SCALE_REFUSED <= typical <= TORQUE_SCALE_REFUSED:

@@ -62,6 +62,9 @@ def write_directory(path, files, option="--output"):
     it, then moved in (the whole directory at once when ``path`` does not exist yet)."""
     path = Path(path)
     check_directory(path, option)
+    clashes = [name for name in files if (path / name).exists() and not (path / name).is_file()]
+    if clashes:
+        raise OutputError(f"{option} {path}: {path / clashes[0]} exists and is not a file")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))

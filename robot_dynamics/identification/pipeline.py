@@ -81,7 +81,7 @@ def prepared(recording, model, cutoff, drive):
     check_positions(recording.source, model, q)
     sign = np.ones(model.nv) if drive.effort_sign is None else drive.effort_sign
     samples = filtered(t, q, qd, tau * sign * drive.effort_scale, cutoff)
-    check_torques(recording.source, model, samples)
+    check_torques(recording.source, model, samples, degrees_possible=drive.position_scale == 1)
     return samples
 
 

@@ -71,22 +71,24 @@ def _collect(source, samples):
 
 
 MAX_CELLS = 50_000_000     # numbers in one CSV recording (400 MB as floats): longer ones must be split
-CHUNK_ROWS = 65_536        # rows parsed per block: the memory of the text held at once is bounded by it
+CHUNK_ROWS = 8_192         # rows parsed per block: the memory of the text held at once is bounded by it
 MAX_LINE = 1 << 20         # characters in one CSV row (a row of numbers is far shorter)
 
 
 def _csv_rows(path, stream):
-    """The rows of a CSV text ``stream``, each line read with a length bound (a file of NUL bytes or
-    without line breaks is refused instead of read whole)."""
-    while True:
-        line = stream.readline(MAX_LINE + 1)
-        if not line:
-            return
-        if len(line) > MAX_LINE or "\0" in line:
-            raise RecordingError(f"{path}: not a CSV text file (a line longer than {MAX_LINE} characters or "
-                                 "with NUL bytes)")
-        if line.strip():
-            yield next(csv.reader([line]))
+    """The non-empty rows of a CSV text ``stream``, each line read with a length bound (a file of NUL
+    bytes or without line breaks is refused instead of read whole)."""
+    def lines():
+        while True:
+            line = stream.readline(MAX_LINE + 1)
+            if not line:
+                return
+            if len(line) > MAX_LINE or "\0" in line:
+                raise RecordingError(f"{path}: not a CSV text file (a line longer than {MAX_LINE} characters or "
+                                     "with NUL bytes)")
+            yield line
+
+    return (row for row in csv.reader(lines()) if row)
 
 
 def _numbers(path, rows, width, first_line):

@@ -19,17 +19,18 @@ WORDS = {"m": "mass", "mx": "centre of mass x", "my": "centre of mass y", "mz": 
 
 
 def classify(estimate):
-    """{unknown index: ('alone', 2-sigma relative) | ('sum', None) | ('unseen', None)} for the bodies' unknowns."""
+    """{unknown index: (kind, 2-sigma relative, base row)}: kind 'alone' (a base parameter by itself, at
+    that row), 'sum' or 'unseen' (module docstring)."""
     independent, dependent, K = structural_base(estimate.problem)
     status = {}
     for row, column in enumerate(independent):
         if not np.any(K[row]):
             relative = 2 * estimate.base_std[row] / max(abs(estimate.base_ols[row]), 1e-300)
-            status[int(column)] = ("alone", relative)
+            status[int(column)] = ("alone", relative, row)
         else:
-            status[int(column)] = ("sum", None)
+            status[int(column)] = ("sum", None, None)
     for k, column in enumerate(dependent):
-        status[int(column)] = ("sum", None) if np.any(K[:, k]) else ("unseen", None)
+        status[int(column)] = ("sum", None, None) if np.any(K[:, k]) else ("unseen", None, None)
     return status
 
 
@@ -45,9 +46,10 @@ def visibility_lines(estimate):
         groups = {"alone": [], "sum": [], "unseen": []}
         for k in range(PARAMETERS_PER_BODY):
             column = PARAMETERS_PER_BODY * body + k
-            kind, relative = status[column]
+            kind, relative, row = status[column]
             word = WORDS[problem.names[column].split()[0]]
-            groups[kind].append(f"{word} (+-{100 * relative:.2g} %)" if kind == "alone" else word)
+            groups[kind].append(word if kind != "alone" else f"{word} (+-{100 * relative:.2g} %)" if relative < 1
+                                else f"{word} (near 0: +-{2 * estimate.base_std[row]:.2g})")
         unseen += len(groups["unseen"])
         if "mass" in groups["unseen"]:
             unseen_masses.append(owner)
