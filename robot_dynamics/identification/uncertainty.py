@@ -19,7 +19,7 @@ Bartlett weights keep ``S`` positive semi-definite.
 import numpy as np
 
 DECORRELATED = 0.05   # the residuals' autocorrelation below which a lag counts as uncorrelated
-LAG_FACTOR = 2        # the Bartlett window spans this many correlation lengths (its weights taper)
+LAG_FACTOR = 3        # the Bartlett window spans this many correlation lengths (its weights taper)
 
 
 def correlation_lag(residuals):

@@ -81,7 +81,8 @@ def describe(holdout, sources):
 def repeat_period(t, q, shortest=1.0):
     """(period s, autocorrelation) of positions (N, n) on a uniform grid ``t`` whose motion repeats,
     or (None, best autocorrelation): the highest peak of the joints' mean normalised
-    autocorrelation at lags from ``shortest`` s to half the duration (by FFT)."""
+    autocorrelation at lags from ``shortest`` s, and after it first fell below 0.5, to half the
+    duration (by FFT)."""
     N = len(t)
     if N < 8:
         return None, 0.0
@@ -93,7 +94,10 @@ def repeat_period(t, q, shortest=1.0):
     acf = acf / np.maximum(acf[0], 1e-300) * N / (N - np.arange(N))[:, None]  # unbiased: each lag's own overlap
     moving = np.std(x, axis=0) > MOVING
     mean = acf[:, moving].mean(axis=1) if moving.any() else np.zeros(N)
-    lags = np.arange(max(1, int(shortest / dt)), N // 2)
+    dropped = np.flatnonzero(mean[: N // 2] < 0.5)  # a return counts after the motion has left its start
+    if len(dropped) == 0:
+        return None, 0.0
+    lags = np.arange(max(1, int(shortest / dt), int(dropped[0])), N // 2)
     if len(lags) == 0:
         return None, 0.0
     best = lags[int(np.argmax(mean[lags]))]
