@@ -161,7 +161,7 @@ def _typestore():
     return get_typestore(Stores.ROS2_HUMBLE)  # JointState is the same in every ROS 2 distribution
 
 
-MAX_MESSAGES = 10_000_000  # JointState messages read from one bag (about 3 h at 1 kHz)
+MAX_MESSAGES = 3_600_000   # JointState messages read from one bag (1 h at 1 kHz; about 1 kB of memory each)
 
 
 def read_rosbag(path, topic="joint_states"):

@@ -140,7 +140,9 @@ def parameter_table(estimate, validation=None):
     lines = [f"samples: {estimate.samples} states; condition number of the weighted base regressor: {estimate.condition:.4g}",
              "residual standard deviation per joint: " + ", ".join(
                  f"{name} {s:.4g}" for name, s in zip(estimate.problem.model.joint_names, estimate.joint_sigma)),
-             "", "base parameters (least squares, its standard deviation, and the physically consistent estimate):",
+             "", "base parameters (least squares, its standard deviation, and the physically consistent estimate; "
+                 "the standard deviations allow for residuals correlated over "
+                 f"{estimate.correlation_time:.3g} s: Newey-West, docs/identification.md):",
              f"{'least squares':>14} {'std':>11} {'std %':>8} {'consistent':>14}  parameter"]
     for name, value, std, relative, consistent in zip(estimate.base_names, estimate.base_ols, estimate.base_std,
                                                       estimate.relative_std, estimate.base_consistent):

@@ -101,6 +101,9 @@ def repeat_period(t, q, shortest=1.0):
     if len(lags) == 0:
         return None, 0.0
     best = lags[int(np.argmax(mean[lags]))]
+    # the normalisation blurs the peak by a sample or two: the lag where the motion best repeats
+    near = range(max(1, best - 3), min(N - 1, best + 4))
+    best = min(near, key=lambda lag: float(np.mean((x[lag:] - x[:-lag]) ** 2)))
     return (best * dt, float(mean[best])) if mean[best] >= PERIODIC else (None, float(mean[best]))
 
 
