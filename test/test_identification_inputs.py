@@ -12,7 +12,7 @@ import pytest
 
 import robot_dynamics as rd
 from robot_dynamics.identification import (
-    RecordingError, design_excitation, identify, joint_state_messages, read_recording, write_csv, write_rosbag,
+    DriveSettings, RecordingError, design_excitation, identify, joint_state_messages, read_recording, write_csv, write_rosbag,
 )
 from robot_dynamics.identification.simulated import record
 from robot_dynamics.robots import bundled_urdf
@@ -187,11 +187,9 @@ def test_torques_in_millinewton_metres_are_refused_naming_the_slip(tmp_path, pla
         identify(read_recording(tmp_path / "mnm.csv"), planar)
     done = _cli("identify", "mnm.csv", "--urdf", "planar_2r", "--effort-scale", "0.001", "--output", "out", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    mass = rd.load_urdf(tmp_path / "out" / "identified.urdf").bodies[:, 0]  # noqa: F841 (loads)
+    rd.load_urdf(tmp_path / "out" / "identified.urdf")
     reference = identify(read_recording(_plain(tmp_path, run)), planar)[0]
-    scaled = identify(read_recording(tmp_path / "mnm.csv"), planar,
-                      drive=__import__("robot_dynamics.identification", fromlist=["DriveSettings"]).DriveSettings(
-                          effort_scale=1e-3))[0]
+    scaled = identify(read_recording(tmp_path / "mnm.csv"), planar, drive=DriveSettings(effort_scale=1e-3))[0]
     np.testing.assert_allclose(scaled.base_ols, reference.base_ols, rtol=1e-6, atol=1e-9)
 
 

@@ -46,10 +46,9 @@ from .parameters import (
     PARAMETER_NAMES, PARAMETERS_PER_BODY, base_columns, base_parameter_names, condition_number, log_cholesky_jacobian, log_cholesky_of_parameters,
     parameters_of_log_cholesky,
 )
-from .samples import IdentificationError, Samples
+from .samples import DEFAULT_FRICTION_VELOCITY, IdentificationError, Samples
 from .uncertainty import newey_west_covariance
 
-DEFAULT_FRICTION_VELOCITY = 0.01  # eps of tanh(qd / eps): the simulator's and the node's default
 MAX_CONDITION = 1e4            # of the weighted base regressor, unit-free: above it the estimate is noise-driven
 MIN_SAMPLES_PER_PARAMETER = 10
 MAX_EVALUATIONS = 200          # of the consistent least squares' residual

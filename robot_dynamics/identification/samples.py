@@ -12,6 +12,7 @@ from .drive import time_stamp_notes
 from .recording import RecordingError
 
 DEFAULT_CUTOFF = 10.0          # Hz, the low-pass on q and tau
+DEFAULT_FRICTION_VELOCITY = 0.01  # eps of tanh(qd / eps): the simulator's and the node's default
 FILTER_ORDER = 4
 
 
@@ -41,11 +42,6 @@ class Samples:
     def part(self, rows):
         return Samples(self.t[rows], self.q[rows], self.qd[rows], self.qdd[rows], self.tau[rows], self.coulomb[rows],
                        self.source[rows])
-
-    @property
-    def duration(self):
-        """Seconds covered, each recording's span added."""
-        return float(sum(np.ptp(self.t[self.source == s]) for s in np.unique(self.source)))
 
 
 def stacked(parts):
@@ -109,7 +105,7 @@ def resample(recording, model):
     return t, stack("q"), stack("qd") if with_velocity else None, stack("tau")
 
 
-def filtered(t, q, qd, tau, cutoff=DEFAULT_CUTOFF, friction_velocity=0.01):
+def filtered(t, q, qd, tau, cutoff=DEFAULT_CUTOFF, friction_velocity=DEFAULT_FRICTION_VELOCITY):
     """Zero-phase low-passed q, qd, qdd and tau (:mod:`.identify`, step 2), edges trimmed, decimated."""
     import scipy.signal  # (here: see design_excitation)
 
