@@ -144,7 +144,7 @@ def test_output_that_cannot_take_the_results_is_refused_and_nothing_is_half_writ
              "--output a_file", "not a directory")
     assert (tmp_path / "a_file").read_text() == "keep me"
     _refused(_cli("identify", "run.csv", "--urdf", "planar_2r", "--output", "a_file/sub", cwd=tmp_path),
-             "--output a_file/sub", "cannot write")
+             "--output a_file/sub", "a_file is a file, not a directory")
     (tmp_path / "out" / "parameters.txt").mkdir(parents=True)  # a directory where a result file goes
     _refused(_cli("identify", "run.csv", "--urdf", "planar_2r", "--output", "out", cwd=tmp_path),
              "parameters.txt", "not a file")

@@ -25,7 +25,9 @@ def check_directory(path, option="--output"):
     if path.exists() and not path.is_dir():
         raise OutputError(f"{option} {path}: exists and is not a directory")
     existing = _nearest_existing(path)
-    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+    if not existing.is_dir():
+        raise OutputError(f"{option} {path}: {existing} is a file, not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputError(f"{option} {path}: cannot write in {existing} (permission denied)")
 
 
