@@ -66,14 +66,6 @@ def load_urdf(source, mimic=True, couplings=None, locks=None):
     ...
     robot_dynamics.urdf.URDFError: the URDF has several root links (links that are no joint's child): 'a', 'b'
     """
-    model = _model(source, mimic, couplings, locks)
-    _warn_massless_joints(model)  # a rotor alone gives a joint inertia
-    return model
-
-
-def _model(source, mimic=True, couplings=None, locks=None):
-    """:func:`load_urdf`'s model without its check for joints that move no mass, which computes the
-    mass matrix: ``warm_up``'s two processes load this one, and compile that kernel in one of them."""
     xml = _read(source)
     robot, declared = _parse(xml)
     if not mimic:
@@ -81,7 +73,9 @@ def _model(source, mimic=True, couplings=None, locks=None):
     declared.update(_api_couplings(couplings))
     model = _build(robot, declared, _locks(robot, declared, locks))
     armature, motor_damping = reflected_motor_terms(ET.fromstring(xml), model)
-    return model.with_armature(armature, motor_damping)
+    model = model.with_armature(armature, motor_damping)
+    _warn_massless_joints(model)  # a rotor alone gives a joint inertia
+    return model
 
 
 def _read(source):
@@ -331,7 +325,7 @@ def _locked_motion(joint, value):
     if SUPPORTED_JOINTS.get(joint.type) == PRISMATIC:
         motion[:3, 3] = value * axis
     else:
-        motion[:3, :3] = np.array(axis_angle(axis, value)).reshape(3, 3)
+        motion[:3, :3] = np.array(axis_angle.py_func(axis, value)).reshape(3, 3)  # Rodrigues, without compiling it
     return motion
 
 
