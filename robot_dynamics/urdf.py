@@ -26,6 +26,7 @@ from .model import (
     REVOLUTE, SCREW, Frame, RobotModel, inertial_parameters_about_origin, move_inertial_parameters, read_only,
 )
 from .robots import urdf_file
+from .spatial import axis_angle
 
 MAX_COUPLING_FACTOR = 1e6
 """Largest magnitude of a coupling's factor, as declared (``<mimic multiplier>``) and through a chain: the
@@ -42,7 +43,7 @@ class URDFError(ValueError):
     """A URDF that cannot be turned into a correct model; the message names the link or joint."""
 
 
-def load_urdf(source, mimic=True, couplings=None):
+def load_urdf(source, mimic=True, couplings=None, locks=None):
     """Build a :class:`RobotModel` from a URDF file path, an XML string or a bundled robot's name.
 
     A path that is not a file is looked up among the bundled robots (``"planar_2r"``), the same
@@ -60,6 +61,8 @@ def load_urdf(source, mimic=True, couplings=None):
     joint and the value. A coupling for which a whole turn of a continuous joint moves its follower
     (a factor that is not a whole number, or a prismatic follower: a lead screw) is warned about: the
     continuous joint's angle must then be the multi-turn one, never wrapped into [-pi, pi).
+    ``locks`` (``{joint: position}``) holds moving joints at a position: each becomes a fixed joint
+    at that position and is folded like one (a gripper the recording lacks, a tool's axis).
 
     >>> import robot_dynamics as rd
     >>> arm = rd.load_urdf(rd.examples.TWO_LINK_URDF)
@@ -77,7 +80,7 @@ def load_urdf(source, mimic=True, couplings=None):
     if not mimic:
         declared = {}
     declared.update(_api_couplings(couplings))
-    model = _build(robot, declared)
+    model = _build(robot, declared, _locks(robot, declared, locks))
     try:
         armature, motor_damping = reflected_motor_terms(ET.fromstring(xml), model)
     except TransmissionError as error:
@@ -326,14 +329,53 @@ def _warn_multi_turn_couplings(couplings, types):
                               stacklevel=5)
 
 
-def _build(robot, declared):
+def _locks(robot, declared, locks):
+    """``{joint: position}`` of the joints to hold fixed: the moving joints of ``locks`` and the
+    coupled joints that follow only locked ones, at ``multiplier * master + offset``."""
+    moving = {joint.name for joint in robot.joints if joint.type != "fixed"}
+    held = {}
+    for name, value in (locks or {}).items():
+        if name not in moving:
+            raise URDFError(f"cannot lock joint {name!r}: not a moving joint of the URDF "
+                            f"(moving joints: {', '.join(sorted(moving))})")
+        if name in declared:
+            raise URDFError(f"cannot lock joint {name!r}: it follows another joint (<mimic>); lock its master")
+        held[name] = float(_finite([value], f"lock of joint {name!r}")[0])
+    followers = {name: value for name, value in declared.items() if name in moving}
+    while True:  # coupled joints whose masters are all held, chains included
+        ready = [name for name, (terms, _) in followers.items() if name not in held and all(m in held for m, _ in terms)]
+        if not ready:
+            break
+        for name in ready:
+            terms, offset = followers[name]
+            held[name] = sum(factor * held[master] for master, factor in terms) + offset
+    for name, (terms, _) in followers.items():
+        if name not in held and any(master in held for master, _ in terms):
+            raise URDFError(f"joint {name!r} follows locked and unlocked joints: lock them all, or none")
+    return held
+
+
+def _locked_motion(joint, value):
+    """The 4x4 motion of a locked joint held at ``value`` (rad or m) along its axis."""
+    axis = np.asarray(_finite(joint.axis if joint.axis is not None else (1.0, 0.0, 0.0), f"joint {joint.name!r} axis"))
+    axis = axis / max(np.linalg.norm(axis), 1e-300)
+    motion = np.eye(4)
+    if SUPPORTED_JOINTS.get(joint.type) == PRISMATIC:
+        motion[:3, 3] = value * axis
+    else:
+        motion[:3, :3] = np.array(axis_angle.py_func(axis, value)).reshape(3, 3)  # Rodrigues, without compiling it
+    return motion
+
+
+def _build(robot, declared, locks=None):
+    locks = locks or {}
     root, links, children = _tree(robot)
     for joint in robot.joints:
         if joint.type not in SUPPORTED_JOINTS:
             detail = "not supported yet" if joint.type in ("floating", "planar") else "unknown"
             raise URDFError(f"joint {joint.name!r} has type {joint.type!r}: {detail} (use revolute, continuous, prismatic or fixed)")
-    moving = {joint.name for joint in robot.joints if joint.type != "fixed"}
-    couplings = _resolve_couplings(declared, moving)
+    moving = {joint.name for joint in robot.joints if joint.type != "fixed" and joint.name not in locks}
+    couplings = _resolve_couplings({name: value for name, value in declared.items() if name not in locks}, moving)
     _warn_multi_turn_couplings(couplings, {joint.name: joint.type for joint in robot.joints})
 
     # Depth-first walk: each link gets (carrying body, pose in that body's frame).
@@ -346,7 +388,9 @@ def _build(robot, declared):
         joint = stack.pop()
         parent_frame = frames[joint.parent]
         origin = parent_frame.pose @ _pose(joint.origin, f"joint {joint.name!r}")
-        if joint.type == "fixed":
+        if joint.name in locks:  # held at a position: a fixed joint there
+            frames[joint.child] = Frame(parent_frame.body, read_only(origin @ _locked_motion(joint, locks[joint.name])))
+        elif joint.type == "fixed":
             frames[joint.child] = Frame(parent_frame.body, read_only(origin))
         else:
             axis = _finite(joint.axis if joint.axis is not None else (1.0, 0.0, 0.0), f"joint {joint.name!r} axis")

@@ -395,7 +395,7 @@ def test_cli_identify_writes_the_files_and_errors_are_one_line(tmp_path, planar_
     rd.load_urdf(tmp_path / "out" / "identified.urdf")
     write_csv(tmp_path / "no_effort.csv", run.joint_names, run.t, run.q)
     done = _cli("identify", "no_effort.csv", "--urdf", "planar_2r", cwd=tmp_path)
-    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "no efforts" in done.stderr
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no efforts" in done.stderr
 
 
 

@@ -244,16 +244,31 @@ def design_excitation(model, period=DEFAULT_PERIOD, harmonics=DEFAULT_HARMONICS,
     return excitation(result.x)
 
 
+MAX_ROWS = 2_000_000      # rows of a trajectory file (66 min at 500 Hz): excitations last minutes
+CHUNK = 10_000           # rows sampled and written at a time: the memory does not grow with the duration
+
+
 def write_trajectory_csv(path, excitation, duration, rate):
-    """Sample ``excitation`` over ``[0, duration]`` at ``rate`` Hz into a CSV: t, q_*, qd_*, qdd_*."""
-    t = np.arange(int(round(duration * rate)) + 1) / rate
-    q, qd, qdd = excitation(t)
+    """Sample ``excitation`` over ``[0, duration]`` at ``rate`` Hz into a CSV: t, q_*, qd_*, qdd_*
+    (written whole or not at all, :func:`.output.write_file`)."""
+    from .output import write_file
+
+    rows = duration * rate + 1
+    if not rows <= MAX_ROWS:  # NaN fails too
+        raise ExcitationError(f"--duration {duration:g} s at --rate {rate:g} Hz is {rows:.3g} rows, over the "
+                              f"{MAX_ROWS} a trajectory file may hold: shorten it or lower the rate")
+    count = int(round(duration * rate)) + 1
     names = excitation.joint_names
-    with open(path, "w", newline="") as stream:
+
+    def write(stream):
         writer = csv.writer(stream)
         writer.writerow(["t", *(f"q_{n}" for n in names), *(f"qd_{n}" for n in names), *(f"qdd_{n}" for n in names)])
-        for row in np.column_stack([t, q, qd, qdd]):
-            writer.writerow([f"{value:.9g}" for value in row])
+        for first in range(0, count, CHUNK):
+            t = np.arange(first, min(first + CHUNK, count)) / rate
+            for row in np.column_stack([t, *excitation(t)]):
+                writer.writerow([f"{value:.9g}" for value in row])
+
+    write_file(path, write)
 
 
 @dataclass(frozen=True)
