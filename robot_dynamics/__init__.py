@@ -18,6 +18,7 @@ from .formulations import (
 from .kinematics import frame_pose, jacobian, kinetic_energy, operational_space_inertia, potential_energy
 from .model import RobotModel
 from .regressor import inertial_parameters, regressor
+from .task_space import frame_acceleration, frame_velocity, jacobian_derivative_times_rate, task_space_bias
 from .urdf import URDFError, load_urdf
 
 lock_cache_saves()  # every compiled module is imported by now (this imports the simulator's too)
@@ -26,6 +27,7 @@ __all__ = [
     "RobotModel", "URDFError", "load_urdf",
     "inverse_dynamics", "gravity_torques", "bias_forces", "mass_matrix", "coriolis_matrix", "forward_dynamics",
     "frame_pose", "jacobian", "kinetic_energy", "potential_energy", "operational_space_inertia",
+    "frame_velocity", "frame_acceleration", "jacobian_derivative_times_rate", "task_space_bias",
     "regressor", "inertial_parameters",
     "lagrange_euler_terms", "closed_form_terms", "christoffel_symbols", "christoffel_coriolis_matrix", "dalembert_terms",
     "inertia_bounds",
