@@ -29,7 +29,7 @@ from .dynamics import bias_forces, mass_matrix
 from .kernels import (
     POSE_COLUMNS, as_states, finite, matching, newton_euler, pose, store, unbatch, vec, workspace, world_poses,
 )
-from .kinematics import REFERENCES, _frame, jacobian
+from .kinematics import REFERENCES, _frame, frame_pose, jacobian
 from .spatial import compose, motion_to_child
 
 __all__ = [
@@ -105,6 +105,13 @@ def _rotated(R, motion):
     return np.concatenate([np.einsum("kij,kj->ki", R, motion[:, :3]), np.einsum("kij,kj->ki", R, motion[:, 3:])], axis=1)
 
 
+def _classical(twist, acceleration):
+    """``(omega_dot, v_dot + omega x v)``: the origin's acceleration from the spatial one (same axes)."""
+    classical = acceleration.copy()
+    classical[:, 3:] += np.cross(twist[:, :3], twist[:, 3:])
+    return classical
+
+
 def frame_velocity(model, q, qd, frame, reference="world"):
     """The twist ``V = J(q) qd`` of link or frame ``frame`` (Lynch & Park eq. 9.91), ``[omega; v]``.
 
@@ -134,8 +141,7 @@ def frame_acceleration(model, q, qd, frame, reference="world", qdd=None, kind="c
     _check(reference, kind)
     R, twist, acceleration, batch = _motion(model, q, qd, frame, qdd)
     if kind == "classical":
-        acceleration = acceleration.copy()
-        acceleration[:, 3:] += np.cross(twist[:, :3], twist[:, 3:])
+        acceleration = _classical(twist, acceleration)
     return unbatch(acceleration if reference == "local" else _rotated(R, acceleration), batch)
 
 
@@ -241,3 +247,40 @@ def pose_error(desired, actual):
     """
     desired, actual = np.asarray(desired, dtype=float), np.asarray(actual, dtype=float)
     return np.concatenate([rotation_log(desired[:3, :3] @ actual[:3, :3].T), desired[:3, 3] - actual[:3, 3]])
+
+
+# ----------------------------------------------------------------------------- directions and the frame's state
+
+#: The task directions by name, in the order gains are given (position first, then rotation); our
+#: motion vectors are ``[angular; linear]``, so ``x y z`` are rows 3-5 and ``rx ry rz`` rows 0-2.
+AXES = ("x", "y", "z", "rx", "ry", "rz")
+_ROWS = {"x": 3, "y": 4, "z": 5, "rx": 0, "ry": 1, "rz": 2}
+
+
+def task_rows(axes):
+    """The rows of ``[angular; linear]`` motion vectors that ``axes`` (names of :data:`AXES`) select,
+    in :data:`AXES` order.
+
+    >>> task_rows(["x", "y", "z"]), task_rows(AXES)
+    (array([3, 4, 5]), array([3, 4, 5, 0, 1, 2]))
+    """
+    unknown = [a for a in axes if a not in _ROWS]
+    if unknown or len(set(axes)) != len(axes) or not axes:
+        raise ValueError(f"task directions must be distinct names among {' '.join(AXES)}, got {list(axes)}")
+    return np.array([_ROWS[a] for a in AXES if a in axes])
+
+
+class FrameState(NamedTuple):
+    """A frame's pose ``T_0f``, world-aligned Jacobian, twist ``J qd`` and bias ``Jdot qd`` (classical)."""
+
+    pose: np.ndarray
+    jacobian: np.ndarray
+    velocity: np.ndarray
+    bias_acceleration: np.ndarray
+
+
+def frame_state(model, q, qd, frame):
+    """:class:`FrameState` of one state, world-aligned axes at the frame origin (eqs. 9.91-9.92)."""
+    R, twist, acceleration, _ = _motion(model, q, qd, frame)
+    return FrameState(frame_pose(model, q, frame), jacobian(model, q, frame), _rotated(R, twist)[0],
+                      _rotated(R, _classical(twist, acceleration))[0])
