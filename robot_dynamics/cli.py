@@ -74,7 +74,8 @@ COMMAND_KERNELS = {
     "mass-matrix": (("dynamics_node",), "about 6 s"),
     "excite": (("dynamics_node", "library"), "about 11 s"),
     "identify": (("dynamics_node", "library"), "about 11 s"),
-    "demo": (("dynamics_node", "simulator"), "about 10 s"),  # the nodes': compiled once here, not by each at once
+    "demo": (("dynamics_node", "simulator"), "about 10 s"),
+    "check-trajectory": (("dynamics_node",), "about 6 s"),  # the nodes': compiled once here, not by each at once
 }
 
 
@@ -422,6 +423,10 @@ def build_parser():
     add_identify_arguments(commands.add_parser("identify", help="identified URDF, friction and payload from a "
                                                "joint_states recording (rosbag2 or CSV)"))
 
+    from .tools.check_trajectory import add_arguments as add_check_arguments
+    add_check_arguments(commands.add_parser("check-trajectory", help="does a planned trajectory stay within the "
+                                            "effort and velocity limits? (exit 1 if not)"))
+
     bench = commands.add_parser("bench", help="run the benchmarks (core, node, simulator, scaling)")
     bench.add_argument("which", nargs="*", metavar="WHICH",
                        help="core, node, simulator, scaling or all (default all); any further options "
@@ -472,6 +477,15 @@ def _dispatch(args):
             return run_elastic_demo(args, out)
         except ValueError as error:
             raise CLIError(str(error)) from None
+    if args.command == "check-trajectory":
+        from .tools.check_trajectory import run as check_trajectory
+
+        def model_of(urdf, mimic):
+            try:
+                return load_model(urdf, args.command, mimic)[0]
+            except CLIError as error:
+                raise ValueError(str(error)) from None
+        return check_trajectory(args, model_of)
     if args.command == "bench":
         unknown = [name for name in args.which if name not in BENCHMARKS + ("all",)]
         if unknown:
