@@ -26,9 +26,8 @@ import numba
 import numpy as np
 
 from .dynamics import bias_forces, mass_matrix
-from .kernels import (
-    POSE_COLUMNS, as_states, finite, matching, newton_euler, pose, store, unbatch, vec, workspace, world_poses,
-)
+from .batches import as_states, matching, unbatch
+from .kernels import POSE_COLUMNS, finite, newton_euler, pose, store, vec, workspace, world_poses
 from .kinematics import REFERENCES, _frame, frame_pose, jacobian
 from .spatial import compose, motion_to_child
 

@@ -11,6 +11,14 @@ import json
 import sys
 
 from ..trajectory_check import DEFAULT_RATE, TrajectoryError
+from .arguments import CLIError, load_model, warn
+
+
+def register(commands):
+    parser = commands.add_parser("check-trajectory", help="does a planned trajectory stay within the effort and "
+                                 "velocity limits? (exit 1 if not)")
+    add_arguments(parser)
+    parser.set_defaults(run=run)
 
 
 def add_arguments(parser):
@@ -68,13 +76,18 @@ def print_report(check, out):
         out.write(f"VIOLATION at t = {v.time:.4f} s: {v.joint} {v.quantity} {v.value:.6g} beyond its limit {v.limit:g}\n")
 
 
-def run(args, load_model, out=None, err=None):
-    """The command; ``load_model(urdf, mimic)`` gives the model or raises ValueError. Returns the exit status."""
-    out, err = out or sys.stdout, err or sys.stderr
+def run(args, out=None, err=None):
+    """The command; returns the exit status."""
     from ..trajectory_check import check_trajectory, read_trajectory
 
+    out, err = out or sys.stdout, err or sys.stderr
     try:
-        model = with_payload(load_model(args.urdf, not args.no_mimic), args.payload)
+        try:
+            model, _, load_warnings = load_model(args.urdf, args.command, not args.no_mimic)
+        except CLIError as error:
+            raise ValueError(str(error)) from None
+        warn(load_warnings)
+        model = with_payload(model, args.payload)
         check = check_trajectory(model, read_trajectory(args.trajectory, args.topic), rate=args.rate,
                                  friction=args.friction)
     except ValueError as error:  # TrajectoryError, a bad URDF, a bad --rate
