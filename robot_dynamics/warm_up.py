@@ -38,6 +38,7 @@ from .jit_cache import cache_directory, compiling_alone, has_compiled_stamp, wri
 from .kinematics import frame_pose, jacobian, kinetic_energy, potential_energy
 from .regressor import regressor
 from .simulation import Simulator
+from .task_space import frame_acceleration
 from .urdf import _model
 
 PARTS = ("dynamics_node", "library", "simulator")
@@ -90,6 +91,7 @@ def warm_up(*parts):
                 inverse_dynamics(arm, q, qd, qd, external_wrenches=wrench)
                 forward_dynamics(arm, q, qd, qd, external_wrenches=wrench)
                 kinetic_energy(arm, q, qd)  # also Simulator.energy's
+                frame_acceleration(arm, q, qd, "tip")  # the task-space kernel (also the dynamics node's task_space)
             if "simulator" in parts:
                 # One step compiles every integrator: the step kernel takes the method as an argument, and the
                 # adaptive integrator evaluates its right-hand side with it (scipy, 0.3-0.6 s to import, is left

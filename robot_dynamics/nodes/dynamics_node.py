@@ -45,6 +45,7 @@ from .dynamics_inputs import DesiredStateReader, JointStateMerger, Rejected, des
 from .dynamics_plan import PARAMETERS, Desired, Plan, Settings, coerce_setting, compile_plan, servo_terms
 from .safety import cut
 from .runner import warm_up_kernels
+from .task_space_command import TaskSpaceCommand
 
 #: QoS of the outputs and of the desired inputs: reliable publishers match reliable and
 #: best-effort subscribers (ros2_control's forward_command_controller subscribes reliably);
@@ -96,6 +97,7 @@ class DynamicsNode(RobotNode):
             Float64MultiArray, "desired_accelerations", self._on_desired_accelerations, COMMAND_INPUT_QOS
         )
         self.create_subscription(JointTrajectory, "desired_state", self._on_desired_state, COMMAND_INPUT_QOS)
+        self._task = TaskSpaceCommand(self, COMMAND_INPUT_QOS)
         self.start_description()
 
     # --- the model ---------------------------------------------------------------------------------
@@ -121,6 +123,7 @@ class DynamicsNode(RobotNode):
         self._state = JointStateMerger(plan, self._state)
         self._desired_state = DesiredStateReader(plan)
         self._msgs = _OutputMessages(plan.names)
+        self._task.install(plan)
 
     # --- inputs ------------------------------------------------------------------------------------
     def _on_joint_states(self, msg: JointState) -> None:
@@ -171,7 +174,7 @@ class DynamicsNode(RobotNode):
         q, qd = state.q, state.qd
         vel_ok = state.qd_ns.min() >= limit
         desired = self._desired
-        want_computed = desired is not None
+        want_computed = desired is not None and s.command_source != "task_space"  # (it has its own inputs)
         if want_computed and now - desired.received_ns > plan.desired_timeout_ns:
             want_computed = False
             if s.command_source == "computed":
@@ -187,6 +190,8 @@ class DynamicsNode(RobotNode):
 
         msgs = self._msgs
         command = s.command_source
+        if command == "task_space":
+            self._publish_task_space(plan, q, qd, vel_ok, stamp, now)
         # Each output computed, checked and published on its own (one that fails never stops another),
         # the control output first (what a 1 kHz loop waits for); message objects reused (publish copies).
         if command == "gravity" or not want_computed:
@@ -255,6 +260,21 @@ class DynamicsNode(RobotNode):
             if self._finite("effort_command (gravity hold)", g, now):
                 self._publish_command(plan, g[plan.out], now)
             return
+        self._publish_command(plan, tau[plan.out], now)
+
+    def _publish_task_space(self, plan: Plan, q, qd, vel_ok: bool, stamp, now: int) -> None:
+        """computed_torques and effort_command from the task-space law, or gravity held (said) without it."""
+        tau = self._task.torque(plan, q, qd, vel_ok, now)
+        if tau is None or not self._finite("computed_torques (task space)", tau, now):
+            g = rd.gravity_torques(plan.model, q)
+            if self._finite("effort_command (gravity hold)", g, now):
+                self._publish_command(plan, g[plan.out], now)
+            return
+        msg = self._msgs.computed
+        msg.header.stamp = stamp
+        msg.effort = as_float_array(tau if plan.full else tau[plan.out])
+        self._pub_computed.publish(msg)
+        self._n_computed += 1
         self._publish_command(plan, tau[plan.out], now)
 
     def _publish_command(self, plan: Plan, tau_out: np.ndarray, now: int) -> None:
@@ -334,6 +354,8 @@ class DynamicsNode(RobotNode):
         elif n_out == 0 and out_level == DiagnosticStatus.OK:
             out_level, out_text = DiagnosticStatus.WARN, "no joint states: publishing nothing"
         statuses.append(("outputs", out_level, out_text, out_values))
+        if plan is not None and plan.task is not None:
+            statuses.append(self._task.status(plan, recent))
 
         self._stats_reset(now)
         return self.diagnostic_array(statuses)
