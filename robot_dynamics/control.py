@@ -35,17 +35,15 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from .jit import njit
 from .task_space import damped_task_inertia
 
 __all__ = [
     "computed_torque", "friction_torque", "friction_torques", "joint_pd", "position_error",
     "operational_space_torque", "cartesian_impedance_torque", "null_space_torque", "critical_damping",
 ]
-
-njit = numba.njit(cache=True)
 
 
 def joint_pd(kp, kd, position_error, velocity_error):

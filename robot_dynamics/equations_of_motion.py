@@ -23,15 +23,14 @@ limit.
 
 from collections import namedtuple
 
-import numba
 import numpy as np
 
 from .cholesky import cholesky_solve, cholesky_substitute
 from .control import friction_torque
+from .jit import inline, njit
 from .kernels import forward_state, joint_poses, workspace, world_poses
 from .wrenches import add_wrench_torques
 
-njit = numba.njit(cache=True)
 
 LIMIT_OMEGA_STEP = 0.5
 """Natural frequency of the position-limit contact times the integration step (``w h``)."""
@@ -114,7 +113,7 @@ def limit_correction(L, q, qd, free, lower, upper, omega):
     return out
 
 
-@numba.njit(cache=True, inline="always")  # inlined: one optimisation level less to compile
+@inline  # inlined: one optimisation level less to compile
 def acceleration(physics, x, xd, command, workspace):
     """The state's acceleration under the saturated actuator torque ``command``; ``(acceleration, -1 or the
     singular joint)``.  Rigid joints: ``x = q``, :func:`link_acceleration`.  Elastic joints (module
@@ -136,7 +135,7 @@ def acceleration(physics, x, xd, command, workspace):
     return acceleration, singular
 
 
-@numba.njit(cache=True, inline="always")  # inlined into acceleration: the rigid path pays no extra call
+@inline  # inlined into acceleration: the rigid path pays no extra call
 def link_acceleration(physics, q, qd, command, workspace):
     """``a(q, qd) = M^-1 (tau_joint - h + sum_l J_l^T F_l)`` (eq. 9.89 with the forces of the module
     docstring) for the joint torque ``command``; ``(qdd, -1 or the singular joint)``."""

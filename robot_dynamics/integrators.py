@@ -5,15 +5,11 @@ docstring of ``simulation`` says what each does).
 
 import math
 
-import numba
 import numpy as np
 
-from .control import friction_torque
-from .equations_of_motion import DEFAULT_FRICTION_VELOCITY, acceleration, limit_correction, new_workspace
-from .kernels import forward_state, world_poses
-from .wrenches import add_wrench_torques
+from .equations_of_motion import acceleration, new_workspace
+from .jit import inline, njit
 
-njit = numba.njit(cache=True)
 
 EULER, SEMI_IMPLICIT_EULER, RK4 = 0, 1, 2
 DERIVATIVE = 3  # not a step: the right-hand side dx/dt = (qd, a) alone, which the adaptive integrator integrates
@@ -27,7 +23,7 @@ RK4_WEIGHTS = (1.0 / 6.0, 2.0 / 6.0, 2.0 / 6.0, 1.0 / 6.0)
 RK4_COMMAND_ROWS = (0, 1, 1, 2)  # the stage's instant among the command rows t, t + h/2, t + h
 
 
-@numba.njit(cache=True, inline="always")  # inlined into step: one optimisation level less to compile
+@inline  # inlined into step: one optimisation level less to compile
 def integrate(method, physics, commands, q, qd, h, workspace):
     """``(q+, qd+, -1 or the singular joint)`` after one step of ``method``:
 
@@ -102,33 +98,3 @@ def step(method, physics, effort_limit, commands, q, qd, h, out):
     for i in range(applied.shape[1]):  # the command has nv values; an elastic state 2 nv
         out[2, i] = applied[0, i]
     return OK
-
-
-def compile_forward_state(model):
-    """Compile :func:`kernels.forward_state`, the largest kernel :func:`step` calls, for the argument
-    types ``step`` passes it, so that compiling ``step`` then loads it from the cache.
-
-    What ``warm_up``'s second process compiles while the first compiles the rest
-    (:func:`compile_step_callees`): on 2 cores the step's own compile starts about 5 s earlier.  A
-    type that differs from ``step``'s would show as a second signature of the kernel.
-    """
-    topology, bodies, gravity = model._kernel_arrays
-    n = model.nv
-    scratch, composite, _, M = new_workspace(topology, n)
-    zeros = np.zeros(n)
-    forward_state(topology, bodies, gravity, np.array(model.armature), zeros.reshape(1, n), zeros.reshape(1, n),
-                  0, zeros, scratch, composite, M, np.empty(n))
-
-
-def compile_step_callees(model):
-    """Compile the other kernels :func:`step` calls, for the argument types it passes them: all but
-    :func:`kernels.forward_state` (:func:`compile_forward_state`) and ``kernels.joint_poses``, which
-    the mass matrix of ``load_urdf``'s check compiles."""
-    topology, bodies, _ = model._kernel_arrays
-    n = model.nv
-    (poses, *_), _, world, _ = new_workspace(topology, n)
-    zeros = np.zeros(n)
-    friction_torque(0.0, 0.0, DEFAULT_FRICTION_VELOCITY, 0.0)
-    world_poses(topology, poses, world)
-    add_wrench_torques(topology, bodies, world, np.zeros(0, dtype=np.int64), np.zeros((0, 3)), np.zeros((0, 6)), zeros)
-    limit_correction(np.eye(n), zeros, zeros, zeros, zeros - 1.0, zeros + 1.0, 1.0)

@@ -15,9 +15,9 @@ kernels reach coordinate space: after :func:`to_coordinates` in :func:`newton_eu
 of :func:`composite_rigid_body`.
 """
 
-import numba
 import numpy as np
 
+from .jit import inline, njit
 from .model import (
     FIRST_FACTOR, FIRST_MASTER, FIRST_MOMENT, INERTIA, KIND, MASS, MASTERS, OFFSET, ORIGIN_P,
     ORIGIN_R, PARENT, REVOLUTE, SCREW,
@@ -28,8 +28,6 @@ from .spatial import (
     motion_to_child, rotate, scale, sub,
 )
 
-njit = numba.njit(cache=True)
-inline = numba.njit(cache=True, inline="always")
 
 ZERO3 = (0.0, 0.0, 0.0)
 POSE_COLUMNS = 12  # a pose row: rotation (row-major), then origin

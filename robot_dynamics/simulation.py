@@ -22,8 +22,8 @@ effort* reported by :attr:`Simulator.applied_effort` (and by the node in ``joint
 ``sat(tau_cmd)``: what the actuators deliver; damping, friction and limit torques are the
 environment's.  A command is a ``(nv,)`` array held constant over a step (zero-order hold, like a
 digital controller) or a callable ``tau(t)`` evaluated at the instants the integrator's stages
-need (``t``; rk4 also ``t + h/2`` and ``t + h``).  An effort limit of 0 in the URDF (a common
-xacro default) is read as "not given", not as a locked joint.
+need (``t``; rk4 also ``t + h/2`` and ``t + h``).  An effort limit of 0 in the URDF is read as
+"not given" (:func:`robot_dynamics.model.given_limits`), not as a locked joint.
 
 Integrators (one implementation each, ``INTEGRATORS``), step ``h``.  The three fixed-step ones
 are compiled whole (numba): a step is one call, stages, forces and checks included, so an rk4
@@ -82,6 +82,7 @@ from . import kinematics as _kinematics
 from .elastic import elastic_energy, stiffness_vector
 from .equations_of_motion import DEFAULT_FRICTION_VELOCITY, LIMIT_OMEGA_STEP, Physics
 from .integrators import BAD_COMMAND, DERIVATIVE, EULER, NON_FINITE, RK4, SEMI_IMPLICIT_EULER, step as compiled_step
+from .model import given_limits
 from .wrenches import wrench_arrays
 
 ADAPTIVE_EVALUATIONS = 20_000
@@ -153,9 +154,7 @@ class Simulator:
         if self._stiffness is not None:
             stiffness_vector(model, self._stiffness)  # a new model must keep its rotors
         self._model = model
-        effort = np.asarray(model.effort_limits, dtype=float)
-        # A URDF effort of 0 (a common xacro default) means "not given", not "cannot move".
-        self._effort_limit = np.where(effort > 0, effort, np.inf)
+        self._effort_limit = given_limits(model.effort_limits)
         self._physics_cache = self._wrench_cache = (None, None)
 
     @property

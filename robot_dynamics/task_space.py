@@ -22,10 +22,10 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
 from .dynamics import bias_forces, mass_matrix
+from .jit import njit
 from .batches import as_states, matching, unbatch
 from .kernels import POSE_COLUMNS, finite, newton_euler, pose, store, vec, workspace, world_poses
 from .kinematics import REFERENCES, _frame, frame_pose, jacobian
@@ -36,7 +36,6 @@ __all__ = [
     "damped_task_inertia", "TaskInertia", "pose_error", "rotation_log",
 ]
 
-njit = numba.njit(cache=True)
 KINDS = ("classical", "spatial")
 _MOTION_COLUMNS = 21  # the frame's world rotation (9, row-major), its local twist (6), local acceleration (6)
 

@@ -84,25 +84,25 @@ def test_joints_without_limits_are_not_limited():
 def test_settings_that_make_the_outputs_non_finite_are_refused(arm7):
     check_outputs_finite(arm7, "defaults")
     with pytest.raises(ValueError, match="gravity .* non-finite"):
-        dynamics_plan.compile_plan(arm7, dynamics_plan.Settings(gravity=(1e308, 0.0, 0.0)))
+        dynamics_plan.make_plan(arm7, dynamics_plan.Settings(gravity=(1e308, 0.0, 0.0)))
     link = arm7.link_names[-1]
     far = dynamics_plan.Settings(payload_link=link, payload_mass=1e4, payload_com=(1e200, 0.0, 0.0))
     with pytest.raises(ValueError, match="payload 10000 kg .* non-finite"):
-        dynamics_plan.compile_plan(arm7, far)
+        dynamics_plan.make_plan(arm7, far)
     with pytest.raises(ValueError, match="gravity .* non-finite"):
-        simulator_plan.compile_plan(arm7, simulator_plan.Settings(gravity=(0.0, 1e308, 0.0)))
+        simulator_plan.make_plan(arm7, simulator_plan.Settings(gravity=(0.0, 1e308, 0.0)))
 
 
 def test_a_robot_without_moving_joints_is_refused():
     fixed = rd.load_urdf("<robot name='still'><link name='a'/><link name='b'/>"
                          "<joint name='j' type='fixed'><parent link='a'/><child link='b'/></joint></robot>")
     with pytest.raises(ValueError, match="no moving joints"):
-        dynamics_plan.compile_plan(fixed, dynamics_plan.Settings())
+        dynamics_plan.make_plan(fixed, dynamics_plan.Settings())
 
 
 def test_an_implausible_initial_state_is_refused(arm7):
     with pytest.raises(ValueError, match="initial state not plausible: velocities above"):
-        simulator_plan.compile_plan(arm7, simulator_plan.Settings(initial_velocities=(1e300,) * arm7.nv))
+        simulator_plan.make_plan(arm7, simulator_plan.Settings(initial_velocities=(1e300,) * arm7.nv))
 
 
 def test_closest_name():

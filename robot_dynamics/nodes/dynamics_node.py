@@ -39,18 +39,16 @@ from trajectory_msgs.msg import JointTrajectory
 import robot_dynamics as rd
 from robot_dynamics import control
 
-from .base import RobotNode
+from .base import OUTPUT_QOS, RobotNode
 from .converters import as_float_array, matrix_msg
 from .dynamics_inputs import DesiredStateReader, JointStateMerger, Rejected, desired_accelerations
-from .dynamics_plan import PARAMETERS, Desired, Plan, Settings, coerce_setting, compile_plan, servo_terms
+from .dynamics_plan import PARAMETERS, Desired, Plan, Settings, coerce_setting, make_plan, servo_terms
 from .safety import cut
-from .runner import warm_up_kernels
 from .task_space_command import TaskSpaceCommand
 
 #: QoS of the outputs and of the desired inputs: reliable publishers match reliable and
 #: best-effort subscribers (ros2_control's forward_command_controller subscribes reliably);
 #: best-effort subscriptions match any publisher.
-OUTPUT_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 COMMAND_INPUT_QOS = QoSProfile(
     depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT
 )
@@ -80,7 +78,6 @@ class DynamicsNode(RobotNode):
 
     def __init__(self, node_name: str = "robot_dynamics", **kwargs):
         super().__init__(node_name, PARAMETERS, Settings, coerce_setting, **kwargs)
-        warm_up_kernels(self, "dynamics_node")
         self._state: JointStateMerger | None = None
         self._desired_state: DesiredStateReader | None = None
         self._desired: Desired | None = None
@@ -101,8 +98,8 @@ class DynamicsNode(RobotNode):
         self.start_description()
 
     # --- the model ---------------------------------------------------------------------------------
-    def compile(self, base: rd.RobotModel, settings: Settings) -> Plan:
-        return compile_plan(base, settings)
+    def make_plan(self, base: rd.RobotModel, settings: Settings) -> Plan:
+        return make_plan(base, settings)
 
     def install(self, plan: Plan, source: str, old_settings: Settings) -> None:
         old = self._plan
@@ -359,14 +356,3 @@ class DynamicsNode(RobotNode):
 
         self._stats_reset(now)
         return self.diagnostic_array(statuses)
-
-
-def main(args=None):
-    """Entry point of ``python -m robot_dynamics.nodes.dynamics_node`` (like ``dynamics_node``)."""
-    from .command_line import main as run
-
-    return run("dynamics_node", args)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,7 +1,7 @@
 """The dynamics node's settings and plan (no rclpy).
 
 :data:`PARAMETERS` are the node's parameters, :class:`Settings` their values, :func:`coerce_setting`
-converts and checks one value; :func:`compile_plan` applies the settings to a parsed model and
+converts and checks one value; :func:`make_plan` applies the settings to a parsed model and
 derives everything the hot path needs (:class:`Plan`); :func:`servo_terms` turns a desired input and the
 measured state into the computed-torque law's terms (:func:`robot_dynamics.control.computed_torque`).
 """
@@ -13,13 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import control
-from ..model import RobotModel
+from ..model import RobotModel, given_limits
 from .parameters import MOTOR_PARAMETERS, Parameter, duplicates, float_list, name_list, require_joints, with_armature
-from .safety import Plausibility, check_outputs_finite, given_limits
+from .safety import Plausibility, check_outputs_finite
 from .task_space_inputs import TASK_PARAMETERS, TASK_TOPICS, TaskSpaceFields, coerce_task_setting, compile_task
 
 __all__ = ["COMMAND_SOURCES", "PARAMETERS", "TOPICS", "Desired", "Plan", "Settings", "coerce_setting",
-           "compile_plan", "servo_terms"]
+           "make_plan", "servo_terms"]
 
 COMMAND_SOURCES = ("none", "gravity", "computed", "task_space")
 
@@ -175,7 +175,7 @@ class Plan:
     task: object = None  # task_control.TaskSpaceSettings with command_source task_space
 
 
-def compile_plan(base: RobotModel, s: Settings) -> Plan:
+def make_plan(base: RobotModel, s: Settings) -> Plan:
     """``base`` + settings -> :class:`Plan`; ``ValueError`` naming the problem otherwise."""
     model = with_armature(base.with_gravity(s.gravity), s.motor_joint_names, s.armature)
     if s.payload_link:

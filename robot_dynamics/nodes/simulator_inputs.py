@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ..model import given_limits
 from .parameters import Rejected, duplicates
 from .simulator_plan import Plan
 
@@ -81,7 +82,7 @@ def drive_torques(model, q: np.ndarray, qd: np.ndarray, commands: Commands, on_t
     :data:`DRIVE_BANDWIDTH`, ``M_ii`` the mass matrix's diagonal: each joint a decoupled
     second-order loop (the effort limits still apply after)."""
     stale = commands.stale if on_timeout != "zero_torque" else np.zeros(model.nv, dtype=bool)
-    vmax = np.where(model.velocity_limits > 0, model.velocity_limits, np.inf)
+    vmax = given_limits(model.velocity_limits)
     over = np.abs(qd) > vmax if limit_velocity else np.zeros(model.nv, dtype=bool)
     if not (stale.any() or over.any()):
         return commands.effort

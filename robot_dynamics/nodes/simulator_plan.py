@@ -1,7 +1,7 @@
 """The simulator node's settings and plan (no rclpy).
 
 :data:`PARAMETERS` are the node's parameters, :class:`Settings` their values, :func:`coerce_setting`
-converts and checks one value; :func:`compile_plan` checks the settings against a parsed model and
+converts and checks one value; :func:`make_plan` checks the settings against a parsed model and
 derives the orders of the command and state messages and the initial state (:class:`Plan`);
 :func:`configure` sets a :class:`~robot_dynamics.simulation.Simulator`'s switches from the settings.
 """
@@ -18,7 +18,7 @@ from ..elastic import stiffness_vector
 from .parameters import MOTOR_PARAMETERS, Parameter, bounded_float, float_list, motor_values, name_list, require_joints, with_armature
 from .safety import Plausibility, check_outputs_finite
 
-__all__ = ["ON_COMMAND_TIMEOUT", "PARAMETERS", "SERVICES", "TOPICS", "Plan", "Settings", "coerce_setting", "compile_plan", "configure"]
+__all__ = ["ON_COMMAND_TIMEOUT", "PARAMETERS", "SERVICES", "TOPICS", "Plan", "Settings", "coerce_setting", "make_plan", "configure"]
 
 
 #: what a joint's drive does once its command went stale
@@ -175,7 +175,7 @@ class Plan:
                 np.concatenate((effort[order], np.zeros(len(offset)))))
 
 
-def compile_plan(base: RobotModel, s: Settings) -> Plan:
+def make_plan(base: RobotModel, s: Settings) -> Plan:
     """``base`` + settings -> :class:`Plan`; ``ValueError`` naming the problem otherwise.
 
     Initial state: ``initial_positions`` / ``initial_velocities`` are parallel to
