@@ -176,3 +176,25 @@ def test_payload_adds_its_weight(pendulum, tmp_path, capsys):
     status, out, _ = _cli([str(urdf), str(tmp_path / "slow.csv"), "--payload", "link", "0.5", "0", "0", "-1", "--json"],
                           capsys)
     assert json.loads(out)["joints"]["swing"]["peak_effort"] == pytest.approx(1.5 * G * math.sin(0.4), rel=1e-9)
+
+
+def test_docs_example(tmp_path, capsys):
+    """docs/cli.md's plan.csv and its two commands, as the page says: within the limits, then the
+    shoulder's violation with 5 kg in the hand."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    plan = re.search(r"```text\n(t,q_arm7_joint1.*?)```", page, re.S).group(1)
+    (tmp_path / "plan.csv").write_text(plan)
+    commands = re.findall(r"^robot-dynamics (check-trajectory arm7_gripper plan\.csv.*)$", page, re.M)
+    assert len(commands) == 2
+    status, out, _ = _cli([*commands[0].split()[1:-1], str(tmp_path / "plan.csv")], capsys)
+    assert status == 0 and "within the effort and velocity limits" in out
+    assert re.search(r"arm7_joint2\s+60\.\d+\s+69\.\d %", out)
+    args = commands[1].split()[1:]
+    args[args.index("plan.csv")] = str(tmp_path / "plan.csv")
+    status, out, _ = _cli(args, capsys)
+    report = json.loads(out)
+    assert status == 1 and report["violations"][0]["joint"] == "arm7_joint2"
+    assert report["violations"][0]["time"] == pytest.approx(1.753) and report["violations"][0]["value"] < -87.0
