@@ -262,6 +262,11 @@ class DynamicsNode(RobotNode):
     def _publish_task_space(self, plan: Plan, q, qd, vel_ok: bool, stamp, now: int) -> None:
         """computed_torques and effort_command from the task-space law, or gravity held (said) without it."""
         tau = self._task.torque(plan, q, qd, vel_ok, now)
+        if tau is not None and plan.settings.compensate_friction:
+            s = plan.settings
+            with np.errstate(all="ignore"):
+                tau = tau + control.friction_torques(plan.model.viscous_damping, plan.model.friction,
+                                                     s.friction_velocity, qd)
         if tau is None or not self._finite("computed_torques (task space)", tau, now):
             g = rd.gravity_torques(plan.model, q)
             if self._finite("effort_command (gravity hold)", g, now):
