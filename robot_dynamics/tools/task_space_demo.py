@@ -31,7 +31,13 @@ from .demo.closed_loop import Progress, closed_loop
 from .demo.recorder import Recorder
 
 DEFAULT_OUTPUT = Path("out") / "robot_dynamics_task_space_demo.png"
-FRAMES = {"arm7_gripper": "arm7_tcp"}  # the tool frame of a bundled robot; others: the last link
+FRAMES = {"arm7_gripper": "arm7_tcp"}
+#: The demo's gains. The loop runs over topics (a few ms of delay, the odd lost message): the wrist's
+#: small inertia takes a soft rotation spring and little posture damping (D / I times the delay < 1).
+LAW_PARAMETERS = {
+    "computed_torque": {"task_space.kp": 400.0, "task_space.kd": 40.0},
+    "impedance": {"task_space.stiffness": [1000.0, 1000.0, 1000.0, 10.0, 10.0, 10.0], "task_space.posture_kd": 0.5},
+}  # the tool frame of a bundled robot; others: the last link
 
 
 class _PoseRecorder(Recorder):
@@ -126,8 +132,7 @@ def task_space_graph(urdf_text, model, frame, mode, radius, frequency):
     q0, _, _ = graph.robot_setup(model)
     simulator, dynamics, trajectory = graph.simulation_graph(urdf_text)
     dynamics = _layered(dynamics, {"command_source": "task_space", "task_space.mode": mode,
-                                   "task_space.frame": frame, "task_space.kp": 400.0, "task_space.kd": 40.0,
-                                   "task_space.posture": q0.tolist()})
+                                   "task_space.frame": frame, **LAW_PARAMETERS[mode], "task_space.posture": q0.tolist()})
     trajectory = _layered(trajectory, {"cartesian.shape": "circle", "cartesian.frame": frame,
                                        "cartesian.size": float(radius), "cartesian.frequency": float(frequency),
                                        "home_joint_names": list(model.joint_names), "home_positions": q0.tolist()})
