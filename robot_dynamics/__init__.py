@@ -20,7 +20,7 @@ _PUBLIC = {
                     "kinematics"),
     **dict.fromkeys(("frame_velocity", "frame_acceleration", "jacobian_derivative_times_rate", "task_space_bias"),
                     "task_space"),
-    "regressor": "regressor", "inertial_parameters": "regressor",
+    "regressor": "regression", "inertial_parameters": "regression",
     **dict.fromkeys(("lagrange_euler_terms", "closed_form_terms", "christoffel_symbols", "christoffel_coriolis_matrix",
                      "dalembert_terms", "inertia_bounds"), "formulations"),
     **dict.fromkeys(("elastic_forward_dynamics", "elastic_inverse_dynamics", "elastic_energy"), "elastic"),

@@ -74,7 +74,7 @@ def _jobs(parts):
     from .control import friction_torques
     from .dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
     from .kinematics import frame_pose, jacobian, kinetic_energy, potential_energy
-    from .regressor import regressor
+    from .regression import regressor
     from .simulation import Simulator
     from .task_space import frame_acceleration
     from .urdf import load_urdf

@@ -168,3 +168,14 @@ def test_the_public_names_load_on_first_use(name):
     assert getattr(rd, name) is not None
     with pytest.raises(AttributeError, match="no_such_name"):
         rd.no_such_name  # noqa: B018
+
+
+def test_no_public_name_is_shadowed_by_a_module_of_the_same_name():
+    # Importing robot_dynamics.X binds the package's attribute X to that module, which would hide a
+    # lazily loaded public function X for good: no public name may also be a module's name.
+    code = ("import importlib, pkgutil, types, robot_dynamics as rd\n"
+            "for m in pkgutil.iter_modules(rd.__path__): importlib.import_module('robot_dynamics.' + m.name)\n"
+            "print(sorted(n for n in rd.__all__ if n != 'examples' and isinstance(getattr(rd, n), types.ModuleType)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
