@@ -280,5 +280,9 @@ class FrameState(NamedTuple):
 def frame_state(model, q, qd, frame):
     """:class:`FrameState` of one state, world-aligned axes at the frame origin (eqs. 9.91-9.92)."""
     R, twist, acceleration, _ = _motion(model, q, qd, frame)
-    return FrameState(frame_pose(model, q, frame), jacobian(model, q, frame), _rotated(R, twist)[0],
-                      _rotated(R, _classical(twist, acceleration))[0])
+    R, (wx, wy, wz, vx, vy, vz), spatial = R[0], twist[0], acceleration[0]
+    # one state: plain 3x3 products (numpy's cross and einsum cost more than the whole Newton-Euler pass here)
+    classical = spatial[3:] + (wy * vz - wz * vy, wz * vx - wx * vz, wx * vy - wy * vx)
+    velocity = np.concatenate([R @ twist[0, :3], R @ twist[0, 3:]])
+    bias = np.concatenate([R @ spatial[:3], R @ classical])
+    return FrameState(frame_pose(model, q, frame), jacobian(model, q, frame), velocity, bias)

@@ -156,3 +156,21 @@ def test_task_space_bias_is_the_seeds_form_for_a_square_jacobian():
         eta = np.linalg.solve(J.T, rd.bias_forces(six, q, qd)) - Lambda @ Jdot_qd
         np.testing.assert_allclose(np.linalg.solve(J, V), qd, atol=1e-9)
         assert_close(rd.task_space_bias(six, q, qd, link), eta, "eta", rtol=1e-7)
+
+
+def test_frame_state_is_the_checked_functions_at_one_state():
+    """task_space.frame_state (the controllers' one-state path) == frame_pose, jacobian, frame_velocity and
+    jacobian_derivative_times_rate (world), which are checked against Pinocchio above."""
+    from robot_dynamics.task_space import frame_state
+
+    info, model, _ = tree_case(7)
+    rng = np.random.default_rng(2)
+    q, qd, _ = rf.random_states(rng, info, list(model.joint_names), 5)
+    for k in range(5):
+        for link in model.link_names:
+            state = frame_state(model, q[k], qd[k], link)
+            assert_close(state.pose, rd.frame_pose(model, q[k], link), f"pose {link}")
+            assert_close(state.jacobian, rd.jacobian(model, q[k], link), f"J {link}")
+            assert_close(state.velocity, rd.frame_velocity(model, q[k], qd[k], link), f"V {link}")
+            assert_close(state.bias_acceleration, rd.jacobian_derivative_times_rate(model, q[k], qd[k], link),
+                         f"Jdot qd {link}")
