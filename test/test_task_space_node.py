@@ -161,3 +161,25 @@ def test_task_space_demo_closes_the_loop_over_ros(tmp_path):
     assert rms < 5.0 and rotation < 20.0, done.stdout
     assert output.is_file() and output.stat().st_size > 20_000
     assert "Traceback" not in done.stderr
+
+
+def test_task_space_inputs_refuse_what_is_not_a_pose():
+    """The rclpy-free checks: frame, quaternion norm, finiteness, plausibility; a refused message changes nothing."""
+    from robot_dynamics.nodes.parameters import Rejected
+    from robot_dynamics.nodes.task_space_inputs import TaskSpaceInputs
+
+    inputs = TaskSpaceInputs("base")
+    inputs.read_pose("base", (0.1, 0.2, 0.3), (0.0, 0.0, 0.0, 1.0), 0)
+    for frame, position, orientation, reason in (
+            ("world", (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), "not the root link"),
+            ("base", (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 2.0), "not a unit quaternion"),
+            ("base", (float("nan"), 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), "not finite"),
+            ("base", (1e6, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), "not believed")):
+        with pytest.raises(Rejected, match=reason):
+            inputs.read_pose(frame, position, orientation, 1)
+    target, notes = inputs.target(10, 100)
+    np.testing.assert_array_equal(target.pose[:3, 3], [0.1, 0.2, 0.3])
+    assert notes == [] and np.array_equal(target.twist, np.zeros(6))
+    assert inputs.target(200, 100)[0] is None  # stale
+    with pytest.raises(Rejected, match="not believed"):
+        inputs.read_twist("desired_twist", "base", (0.0, 0.0, 0.0), (5e3, 0.0, 0.0), 1)

@@ -131,10 +131,17 @@ def compile_task(model, s) -> TaskSpaceSettings | None:
         posture_kp=s.task_posture_kp, posture_kd=s.task_posture_kd)
 
 
+#: the largest magnitude believed in a desired pose's position (m), twist or acceleration (SI): beyond
+#: it a value is a unit slip or garbage, not a target for an arm
+PLAUSIBLE = 1.0e3
+
+
 def _vector(name, values):
     array = np.array(values, dtype=float)
     if not np.all(np.isfinite(array)):
         raise Rejected(f"{name} is not finite: {array.tolist()}")
+    if np.abs(array).max() > PLAUSIBLE:
+        raise Rejected(f"{name} {array.tolist()} is beyond {PLAUSIBLE:g} (m, m/s, m/s^2, rad/s, rad/s^2): not believed")
     return array
 
 
