@@ -14,6 +14,7 @@ import importlib
 #: the public names and the module of each
 _PUBLIC = {
     "RobotModel": "model", "URDFError": "urdf", "load_urdf": "urdf",
+    **dict.fromkeys(("Data", "compute_terms", "GRAVITY", "BIAS", "MASS", "WORLD"), "data"),
     **dict.fromkeys(("inverse_dynamics", "gravity_torques", "bias_forces", "mass_matrix", "coriolis_matrix",
                      "forward_dynamics"), "dynamics"),
     **dict.fromkeys(("frame_pose", "jacobian", "kinetic_energy", "potential_energy", "operational_space_inertia"),

@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 PARTS = {
-    "dynamics_node": "what the dynamics node calls: gravity, bias forces, mass matrix, friction",
+    "dynamics_node": "what the dynamics node calls: its pass per message (gravity, bias forces, mass matrix), friction",
     "simulator": "a Simulator step (every integrator, limits, damping, friction, wrenches) and the gravity "
                  "torques with which the simulator node checks a model",
     "library": "the rest of the public functions: inverse and forward dynamics with wrenches, Coriolis "
@@ -72,6 +72,7 @@ def _jobs(parts):
     """The calls that compile ``parts``: small ones, so that a cold cache shows after the first."""
     from . import examples
     from .control import friction_torques
+    from .data import Data, compute_terms
     from .dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
     from .kinematics import frame_pose, jacobian, kinetic_energy, potential_energy
     from .regression import regressor
@@ -94,10 +95,10 @@ def _jobs(parts):
 
     jobs = [load]
     if "dynamics_node" in parts:
-        jobs += [lambda: gravity_torques(arm[0], q), lambda: bias_forces(arm[0], q, qd),
+        jobs += [lambda: compute_terms(Data(arm[0]), q, qd),  # the node's pass per message
                  lambda: friction_torques(arm[0].viscous_damping, arm[0].friction, 0.01, qd)]
     if "simulator" in parts:
-        jobs += [lambda: gravity_torques(arm[0], q), step]
+        jobs += [lambda: gravity_torques(arm[0], q), lambda: compute_terms(Data(arm[0]), q, qd), step]  # (drives)
     if "library" in parts:
         jobs += [lambda: frame_pose(arm[0], q, "tip"),
                  *(lambda reference=reference: jacobian(arm[0], q, "tip", reference) for reference in ("world", "local")),

@@ -22,7 +22,7 @@ import numpy as np
 
 from .control import cartesian_impedance_torque, joint_pd, operational_space_torque, position_error
 from .dynamics import bias_forces, mass_matrix
-from .task_space import AXES, frame_state, pose_error, task_rows
+from .task_space import AXES, frame_state, frame_state_from_data, pose_error, task_rows
 
 __all__ = ["MODES", "TaskSpaceSettings", "TaskTarget", "TaskResult", "task_space_torque", "default_axes"]
 
@@ -113,14 +113,21 @@ def _posture_torque(model, settings, q, qd):
                     position_error(np.asarray(settings.rest, dtype=float), q, model.continuous), -qd)
 
 
-def task_space_torque(model, settings, q, qd, target):
-    """The torque of ``settings.mode``'s law at state ``(q, qd)`` towards ``target`` (one state)."""
+def task_space_torque(model, settings, q, qd, target, data=None):
+    """The torque of ``settings.mode``'s law at state ``(q, qd)`` towards ``target`` (one state).
+
+    ``data``: a :class:`robot_dynamics.Data` of ``model`` that :func:`robot_dynamics.compute_terms`
+    filled for ``(q, qd)`` with ``BIAS | MASS | WORLD`` (the dynamics node's one pass): ``M``, ``h``,
+    the frame's pose, twist and ``Jdot qd`` are read from it instead of computed again."""
     q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
-    frame = frame_state(model, q, qd, settings.frame)
+    if data is None:
+        frame, M, h = frame_state(model, q, qd, settings.frame), mass_matrix(model, q), bias_forces(model, q, qd)
+    else:
+        frame, M, h = frame_state_from_data(data, q, settings.frame), data.M, data.h
     error = pose_error(target.pose, frame.pose)
     velocity_error = np.asarray(target.twist, dtype=float) - frame.velocity
     rows = settings.rows
-    J, M, h = frame.jacobian[rows], mass_matrix(model, q), bias_forces(model, q, qd)
+    J = frame.jacobian[rows]
     posture = _posture_torque(model, settings, q, qd)
     if settings.mode == "computed_torque":
         torque, task = operational_space_torque(

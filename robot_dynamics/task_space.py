@@ -286,3 +286,26 @@ def frame_state(model, q, qd, frame):
     velocity = np.concatenate([R @ twist[0, :3], R @ twist[0, 3:]])
     bias = np.concatenate([R @ spatial[:3], R @ classical])
     return FrameState(frame_pose(model, q, frame), jacobian(model, q, frame), velocity, bias)
+
+
+def frame_state_from_data(data, q, frame):
+    """:class:`FrameState` from a :class:`robot_dynamics.Data` that :func:`robot_dynamics.compute_terms`
+    filled for ``q`` with ``BIAS | WORLD``: the body's world pose, twist ``V_b`` and ``Jdot_b qd`` (the
+    pass's accelerations at ``qdd = 0`` without gravity) moved to the frame, as :func:`frame_state` but
+    without a pass of its own (eqs. 9.91-9.92)."""
+    model = data.model
+    target = _frame(model, frame)
+    J = jacobian(model, q, frame)
+    if target.body < 0:
+        return FrameState(target.pose.copy(), J, np.zeros(6), np.zeros(6))
+    row = data.world[target.body]
+    R_body, p_body = row[:9].reshape(3, 3), row[9:]
+    offset = target.pose[:3, 3]
+    pose = np.eye(4)
+    pose[:3, :3], pose[:3, 3] = R_body @ target.pose[:3, :3], R_body @ offset + p_body
+    omega, v = data.twists[target.body, :3], data.twists[target.body, 3:]
+    alpha, a = data.accelerations[target.body, :3], data.accelerations[target.body, 3:]
+    # at the frame origin (the adjoint by the fixed offset), then in world axes; classical: + omega x v
+    omega_w, v_w = R_body @ omega, R_body @ (v + np.cross(omega, offset))
+    classical = R_body @ (a + np.cross(alpha, offset)) + np.cross(omega_w, v_w)
+    return FrameState(pose, J, np.concatenate([omega_w, v_w]), np.concatenate([R_body @ alpha, classical]))

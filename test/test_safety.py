@@ -15,6 +15,7 @@ from robot_dynamics.nodes.safety import (
     description_text,
 )
 from robot_dynamics.nodes.simulator_inputs import DRIVE_BANDWIDTH, Commands, drive_torques
+from robot_dynamics.nodes.simulator_plan import Drives
 from robot_dynamics.robots import urdf_file
 from robot_dynamics.simulation import Simulator
 
@@ -126,13 +127,13 @@ def test_drive_torques_when_the_commands_stop(arm7):
     q, qd = q_hold + 0.01, rng.uniform(-1, 1, arm7.nv)
     commands = stale_commands(arm7, q_hold)
     w, m, g = DRIVE_BANDWIDTH, np.diag(rd.mass_matrix(arm7, q)), rd.gravity_torques(arm7, q)
-    np.testing.assert_array_equal(drive_torques(arm7, q, qd, commands, "zero_torque", False), np.zeros(arm7.nv))
-    np.testing.assert_allclose(drive_torques(arm7, q, qd, commands, "brake", False), g - 2 * w * m * qd)
-    np.testing.assert_allclose(drive_torques(arm7, q, qd, commands, "hold_position", False),
+    np.testing.assert_array_equal(drive_torques(Drives(arm7), q, qd, commands, "zero_torque", False), np.zeros(arm7.nv))
+    np.testing.assert_allclose(drive_torques(Drives(arm7), q, qd, commands, "brake", False), g - 2 * w * m * qd)
+    np.testing.assert_allclose(drive_torques(Drives(arm7), q, qd, commands, "hold_position", False),
                                g + m * (w * w * (q_hold - q) - 2 * w * qd))
     # a live command is applied as it is, whatever the mode
     commands.accept(np.arange(arm7.nv), np.full(arm7.nv, 2.5), 0.3, 0.1)
-    np.testing.assert_array_equal(drive_torques(arm7, q, qd, commands, "hold_position", False), 2.5)
+    np.testing.assert_array_equal(drive_torques(Drives(arm7), q, qd, commands, "hold_position", False), 2.5)
 
 
 def test_hold_position_brings_a_falling_arm_back_and_brake_stops_it(arm7):
@@ -145,7 +146,7 @@ def test_hold_position_brings_a_falling_arm_back_and_brake_stops_it(arm7):
         sim = Simulator(arm7, q0.copy(), np.zeros(arm7.nv))
         commands = stale_commands(arm7, q0)
         for _ in range(steps):
-            sim.step(drive_torques(arm7, sim.q, sim.qd, commands, mode, False), dt)
+            sim.step(drive_torques(Drives(arm7), sim.q, sim.qd, commands, mode, False), dt)
         final[mode] = (sim.q.copy(), sim.qd.copy())
     assert np.abs(final["hold_position"][0] - q0).max() < 1e-3
     assert np.abs(final["hold_position"][1]).max() < 1e-2
@@ -160,7 +161,7 @@ def test_velocity_limits_brake_a_joint_that_is_too_fast(arm7):
     qd[1] = 3.0 * vmax[1]
     commands = Commands(arm7.nv)
     commands.accept(np.arange(arm7.nv), np.full(arm7.nv, 1.0), 0.0, 0.1)
-    tau = drive_torques(arm7, q, qd, commands, "zero_torque", True)
+    tau = drive_torques(Drives(arm7), q, qd, commands, "zero_torque", True)
     m, g = np.diag(rd.mass_matrix(arm7, q)), rd.gravity_torques(arm7, q)
     assert tau[1] == pytest.approx(g[1] - 2 * DRIVE_BANDWIDTH * m[1] * 2.0 * vmax[1])
     np.testing.assert_array_equal(np.delete(tau, 1), 1.0)

@@ -180,3 +180,22 @@ def test_settings_refuse_bad_values():
     with pytest.raises(ValueError, match="stiffness"):
         TaskSpaceSettings(FRAME, stiffness=[-1.0] * 6)
     assert list(task_rows(("z", "rx"))) == [5, 0]
+
+
+@pytest.mark.parametrize("mode", ["computed_torque", "impedance"])
+def test_the_one_pass_data_gives_the_same_torque(mode):
+    """task_space_torque on a Data filled by compute_terms (the dynamics node's path) == computed afresh."""
+    from robot_dynamics.data import BIAS, GRAVITY, MASS, WORLD, Data, compute_terms
+
+    model = arm()
+    data = Data(model)
+    rng = np.random.default_rng(5)
+    settings = TaskSpaceSettings(FRAME, mode, rest=Q0)
+    for _ in range(5):
+        q, qd = Q0 + rng.uniform(-0.3, 0.3, model.nv) * [1, 1, 1, 1, 1, 1, 1, 0], rng.uniform(-1, 1, model.nv)
+        target = rd.frame_pose(model, q, FRAME)
+        target[:3, 3] += rng.uniform(-0.02, 0.02, 3)
+        goal = TaskTarget(target, rng.normal(size=6), rng.normal(size=6))
+        compute_terms(data, q, qd, GRAVITY | BIAS | MASS | WORLD)
+        np.testing.assert_allclose(task_space_torque(model, settings, q, qd, goal, data).torque,
+                                   task_space_torque(model, settings, q, qd, goal).torque, rtol=1e-9, atol=1e-9)

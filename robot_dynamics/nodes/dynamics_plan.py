@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import control
+from ..data import Data
 from ..model import RobotModel, given_limits
 from .parameters import MOTOR_PARAMETERS, Parameter, duplicates, float_list, name_list, require_joints, with_armature
 from .safety import Plausibility, check_outputs_finite
@@ -172,6 +173,7 @@ class Plan:
     desired_timeout_ns: int
     plausibility: Plausibility  # the joint states believed
     effort_limit: np.ndarray  # per output joint, inf where the URDF gives none: effort_command's bounds
+    data: Data  # the workspace of the model's one pass per message (robot_dynamics.data)
     task: object = None  # task_control.TaskSpaceSettings with command_source task_space
 
 
@@ -205,7 +207,7 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
         full=bool(n_out == model.nv and np.array_equal(out, np.arange(model.nv))), index=index,
         kp=gains["kp"], kd=gains["kd"], continuous=continuous, mimic=mimic,
         state_timeout_ns=int(s.state_timeout * 1e9), desired_timeout_ns=int(s.desired_timeout * 1e9),
-        plausibility=Plausibility(model), effort_limit=given_limits(model.effort_limits)[out],
+        plausibility=Plausibility(model), effort_limit=given_limits(model.effort_limits)[out], data=Data(model),
         task=compile_task(model, s),
     )
 

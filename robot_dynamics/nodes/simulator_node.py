@@ -259,7 +259,7 @@ class SimulatorNode(RobotNode):
                              f"(simulated): {s.on_command_timeout} until a new one arrives", time.monotonic_ns(),
                              DiagnosticStatus.WARN, log=True)  # every new episode is logged
         try:
-            effort = drive_torques(sim.model, sim.q, sim.qd, commands, s.on_command_timeout, s.enforce_velocity_limits)
+            effort = drive_torques(self._plan.drives, sim.q, sim.qd, commands, s.on_command_timeout, s.enforce_velocity_limits)
             sim.step(effort, dt, self._wrenches or None)
         except (SimulationError, ValueError) as exc:  # ValueError: an input that slipped past the checks
             self._failure = str(exc)

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import RobotModel
-from ..simulation import DEFAULT_FRICTION_VELOCITY, INTEGRATORS
+from ..data import Data
 from ..elastic import stiffness_vector
+from ..model import RobotModel, given_limits
+from ..simulation import DEFAULT_FRICTION_VELOCITY, INTEGRATORS
 from .parameters import MOTOR_PARAMETERS, Parameter, bounded_float, float_list, motor_values, name_list, require_joints, with_armature
 from .safety import Plausibility, check_outputs_finite
 
@@ -148,6 +149,17 @@ def coerce_setting(name: str, value):
     return value
 
 
+class Drives:
+    """What :func:`~robot_dynamics.nodes.simulator_inputs.drive_torques` reads besides the state, made once per model (a plan's): the velocity
+    limits (inf where the URDF gives none), a mask of no joints, and the workspace of the pass that
+    gives ``g`` and ``M`` when a drive takes over."""
+
+    def __init__(self, model):
+        self.velocity_limit = given_limits(model.velocity_limits)
+        self.none = np.zeros(model.nv, dtype=bool)
+        self.data = Data(model)
+
+
 @dataclass(frozen=True, eq=False)
 class Plan:
     """The parameters applied to one parsed model: everything the node's hot path needs."""
@@ -165,6 +177,7 @@ class Plan:
     qd0: np.ndarray
     stiffness: tuple           # K of the elastic joints (model order); (): rigid joints
     notes: tuple               # warnings worth logging once (e.g. an initial position beyond a limit)
+    drives: Drives             # what the drives read besides the state (nodes.simulator_inputs.drive_torques)
 
     def joint_state(self, q, qd, effort):
         """``(position, velocity, effort)`` in :attr:`state_names` order: the coordinates', then each
@@ -230,7 +243,7 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
     )
     return Plan(base=base, model=model, settings=s, command_index=command_index, command_names=tuple(command_names),
                 state_index=state_index, state_names=state_names, coupled_map=coupled_map, index=index, q0=q0, qd0=qd0, stiffness=stiffness,
-                notes=notes)
+                notes=notes, drives=Drives(model))
 
 
 def configure(simulator, s: Settings) -> None:

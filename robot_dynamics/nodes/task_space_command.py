@@ -66,8 +66,9 @@ class TaskSpaceCommand:
         self._read("desired_accel", self.inputs and self.inputs.read_twist, "desired_accel", msg.header.frame_id,
                    _xyz(msg.accel.linear), _xyz(msg.accel.angular))
 
-    def torque(self, plan, q, qd, velocities_fresh: bool, now: int):
-        """The task-space torque (model order), or None: hold gravity (the reason is recorded)."""
+    def torque(self, plan, data, q, qd, velocities_fresh: bool, now: int):
+        """The task-space torque (model order) from ``data``, the plan's workspace filled for ``(q, qd)``
+        with ``BIAS | MASS | WORLD``, or None: hold gravity (the reason is recorded)."""
         node = self._node
         target, notes = self.inputs.target(now, plan.desired_timeout_ns)
         for note in notes[target is None:]:
@@ -79,7 +80,7 @@ class TaskSpaceCommand:
             node.problem("velocity", "task_space needs fresh velocities: effort_command holds gravity", now)
             return None
         with np.errstate(all="ignore"):  # (a non-finite result is refused by the caller)
-            result = task_space_torque(plan.model, plan.task, q, qd, target)
+            result = task_space_torque(plan.model, plan.task, q, qd, target, data)
         self.last = result
         if result.damped:
             node.problem("singular", f"{plan.task.frame} near a singularity (conditioning {result.conditioning:.3g}): "

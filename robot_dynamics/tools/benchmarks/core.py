@@ -120,6 +120,18 @@ def start_up_costs():
     return load_ms, first, cached
 
 
+def import_ms(repeat=5):
+    """Median milliseconds Python reports (``-X importtime``, cumulative) for ``import robot_dynamics``
+    in a fresh interpreter, its modules warm in the OS cache."""
+    times = []
+    for _ in range(repeat):
+        done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import robot_dynamics"],
+                              capture_output=True, text=True, check=True)
+        last = [line for line in done.stderr.splitlines() if line.rstrip().endswith("| robot_dynamics")][-1]
+        times.append(int(last.split("|")[1]) / 1e3)
+    return statistics.median(times)
+
+
 def compile_costs():
     """``(part, wall s, CPU s from an empty numba cache, wall s from the filled one)`` of
     ``robot-dynamics compile PART`` (``python -m robot_dynamics_executables compile PART``) for each
@@ -156,6 +168,7 @@ def main(argv=None):
     for robot, n, name, ours, theirs in single_state_table(args.number):
         print(f"| {robot} | {n} | {name} | {ours:.2f} | {theirs:.2f} | {ours / theirs:.2f} |")
     load_ms, first, cached = start_up_costs()
+    print(f"\nimport robot_dynamics: {import_ms():.1f} ms (python -X importtime, median of 5)")
     print(f"\nload_urdf(talos_full_v2): {load_ms:.1f} ms")
     print(f"start-up (import + first call of every function): {first:.1f} s with an empty JIT cache, "
           f"{cached:.2f} s cached")
