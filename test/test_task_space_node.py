@@ -23,7 +23,7 @@ from robot_dynamics.robots import bundled_urdf  # noqa: E402
 from robot_dynamics.task_control import TaskSpaceSettings, TaskTarget, task_space_torque  # noqa: E402
 
 from ros_helpers import RosHarness, publish_until  # noqa: E402
-from test_dynamics_node import OUTPUT_QOS, STALE, Rig, efforts, joint_state, new_stamp, status_text  # noqa: E402
+from test_dynamics_node import OUTPUT_QOS, STALE, Rig, joint_state, new_stamp, status_text  # noqa: E402
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 
