@@ -183,3 +183,17 @@ def test_task_space_inputs_refuse_what_is_not_a_pose():
     assert inputs.target(200, 100)[0] is None  # stale
     with pytest.raises(Rejected, match="not believed"):
         inputs.read_twist("desired_twist", "base", (0.0, 0.0, 0.0), (5e3, 0.0, 0.0), 1)
+
+
+def test_task_plan_names_the_parameter_it_refuses():
+    """compile_task: no frame, an unknown frame, more directions than joints are refused by name."""
+    from robot_dynamics.nodes.dynamics_plan import Settings, make_plan
+
+    planar = rd.load_urdf(str(bundled_urdf("planar_2r")))
+    for values, reason in (({}, "needs task_space.frame"), ({"task_frame": "nowhere"}, "is not a link"),
+                           ({"task_frame": planar.link_names[-1]}, "at most as many directions as joints")):
+        with pytest.raises(ValueError, match=reason):
+            make_plan(planar, Settings(command_source="task_space", **values))
+    plan = make_plan(planar, Settings(command_source="task_space", task_frame=planar.link_names[-1],
+                                      task_directions=("x", "z")))
+    assert plan.task.axes == ("x", "z") and list(plan.task.rows) == [3, 5]

@@ -45,7 +45,7 @@ TASK_PARAMETERS = (
     Parameter("task_space.frame", _D.task_frame, "The controlled link or frame (a URDF link name); required "
               "with command_source task_space.", "string", field="task_frame"),
     Parameter("task_space.directions", [], "Controlled directions among x y z rx ry rz (string list); empty = all "
-              "six for arms with six joints or more, x y z for fewer.", field="task_directions"),
+              "six for arms with six joints or more, x y z for fewer; at most one per joint.", field="task_directions"),
     Parameter("task_space.kp", _D.task_kp[0], "computed_torque position gains, 1/s^2: one number or six "
               "(x y z, then rotation).", field="task_kp"),
     Parameter("task_space.kd", _D.task_kd[0], "computed_torque velocity gains, 1/s: one number or six "
@@ -109,7 +109,9 @@ def _rest_pose(model, posture):
                              f"{list(model.joint_names)}) or none")
         return np.array(posture)
     lower, upper = model.position_limits[:, 0], model.position_limits[:, 1]
-    return np.where(np.isfinite(lower) & np.isfinite(upper), 0.5 * (lower + upper), 0.0)
+    limited, rest = np.isfinite(lower) & np.isfinite(upper), np.zeros(model.nv)
+    rest[limited] = 0.5 * (lower[limited] + upper[limited])
+    return rest
 
 
 def compile_task(model, s) -> TaskSpaceSettings | None:
