@@ -11,6 +11,7 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped
 
+from ..data import BIAS, GRAVITY, MASS, WORLD, compute_terms
 from ..kinematics import frame_pose
 from ..task_control import TaskTarget, task_space_torque
 from .parameters import Rejected
@@ -39,9 +40,10 @@ class TaskSpaceCommand:
         elif self.inputs is None or self.inputs.root != root:
             self.inputs = TaskSpaceInputs(root)
         if plan.task is not None:  # compiled (or loaded from numba's cache) now, not in the first control cycle
-            rest = np.asarray(plan.task.rest)
-            task_space_torque(plan.model, plan.task, rest, np.zeros(plan.model.nv),
-                              TaskTarget(frame_pose(plan.model, rest, plan.task.frame)))
+            rest, rates = np.asarray(plan.task.rest, dtype=float), np.zeros(plan.model.nv)
+            compute_terms(plan.data, rest, rates, GRAVITY | BIAS | MASS | WORLD)
+            task_space_torque(plan.model, plan.task, rest, rates, TaskTarget(frame_pose(plan.model, rest, plan.task.frame)),
+                              plan.data)
         self.last = None
 
     def _read(self, topic, read, *args) -> None:

@@ -126,16 +126,12 @@ def _layered(node, values):
     return replace(node, parameters=node.parameters + (values,))
 
 
-def task_space_graph(urdf_text, model, frame, mode, radius, frequency):
-    """The simulation graph with the dynamics node on ``command_source: task_space`` and the trajectory
-    publisher drawing a circle with ``frame``."""
-    q0, _, _ = graph.robot_setup(model)
-    simulator, dynamics, trajectory = graph.simulation_graph(urdf_text)
-    dynamics = _layered(dynamics, {"command_source": "task_space", "task_space.mode": mode,
-                                   "task_space.frame": frame, **LAW_PARAMETERS[mode], "task_space.posture": q0.tolist()})
-    trajectory = _layered(trajectory, {"cartesian.shape": "circle", "cartesian.frame": frame,
-                                       "cartesian.size": float(radius), "cartesian.frequency": float(frequency),
-                                       "home_joint_names": list(model.joint_names), "home_positions": q0.tolist()})
+def task_space_graph(urdf_text, mode, radius, frequency):
+    """The simulation graph on ``command_source: task_space`` (:func:`graph.simulation_graph`), with the
+    demo's law, gains and circle."""
+    simulator, dynamics, trajectory = graph.simulation_graph(urdf_text, command_source="task_space")
+    dynamics = _layered(dynamics, {"task_space.mode": mode, **LAW_PARAMETERS[mode]})
+    trajectory = _layered(trajectory, {"cartesian.size": float(radius), "cartesian.frequency": float(frequency)})
     return [simulator, dynamics, trajectory]
 
 
@@ -143,7 +139,7 @@ def run_task_space_demo(args, model, path, load_warnings=()):
     """The task-space demo on ``model`` (from ``path``); returns the exit status."""
     from . import processes
 
-    frame = FRAMES.get(model.name, model.link_names[-1])
+    frame = graph.TOOL_FRAMES.get(model.name, model.link_names[-1])
     env = processes.ros_environment(args.domain_id)
     print(f"robot_dynamics demo --task-space {args.task_space}: {model.name}, frame {frame}, a {args.radius:g} m "
           f"circle at {args.frequency:g} Hz, ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, {args.duration:g} s", flush=True)
@@ -158,7 +154,7 @@ def run_task_space_demo(args, model, path, load_warnings=()):
     failed = True
     try:
         run = closed_loop(recorder, f"task space ({args.task_space})",
-                          task_space_graph(path.read_text(), model, frame, args.task_space, args.radius, args.frequency),
+                          task_space_graph(path.read_text(), args.task_space, args.radius, args.frequency),
                           env, Path(log_dir) / "task_space", args.duration, Progress(args.quiet))
         failed = False
     finally:
