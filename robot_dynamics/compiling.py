@@ -14,11 +14,12 @@ import time
 import numpy as np
 
 PARTS = {
-    "dynamics_node": "what the dynamics node calls: its pass per message (gravity, bias forces, mass matrix), friction",
+    "dynamics_node": "what the dynamics node calls: its pass per message (gravity, bias forces, mass matrix), "
+                     "friction; and the gravity torques and mass matrix of the CLI's info, gravity and mass-matrix",
     "simulator": "a Simulator step (every integrator, limits, damping, friction, wrenches) and the gravity "
                  "torques with which the simulator node checks a model",
-    "library": "the rest of the public functions: inverse and forward dynamics with wrenches, Coriolis "
-               "matrix, poses, Jacobians, energies, regressor",
+    "library": "the rest of the public functions: inverse and forward dynamics with wrenches, bias forces, "
+               "Coriolis matrix, poses, Jacobians, energies, regressor",
 }
 ALL = "all"
 
@@ -96,7 +97,8 @@ def _jobs(parts):
     jobs = [load]
     if "dynamics_node" in parts:
         jobs += [lambda: compute_terms(Data(arm[0]), q, qd),  # the node's pass per message
-                 lambda: friction_torques(arm[0].viscous_damping, arm[0].friction, 0.01, qd)]
+                 lambda: friction_torques(arm[0].viscous_damping, arm[0].friction, 0.01, qd),
+                 lambda: gravity_torques(arm[0], q)]  # (the CLI's gravity and info commands share the part)
     if "simulator" in parts:
         jobs += [lambda: gravity_torques(arm[0], q), lambda: compute_terms(Data(arm[0]), q, qd), step]  # (drives)
     if "library" in parts:
@@ -105,7 +107,8 @@ def _jobs(parts):
                  lambda: potential_energy(arm[0], q), lambda: kinetic_energy(arm[0], q, qd),
                  lambda: inverse_dynamics(arm[0], q, qd, qd, external_wrenches=wrench),
                  lambda: forward_dynamics(arm[0], q, qd, qd, external_wrenches=wrench),
-                 lambda: coriolis_matrix(arm[0], q, qd), lambda: regressor(arm[0], q, qd, qd),
+                 lambda: bias_forces(arm[0], q, qd), lambda: coriolis_matrix(arm[0], q, qd),
+                 lambda: regressor(arm[0], q, qd, qd),
                  lambda: mass_matrix(arm[0], q), lambda: frame_acceleration(arm[0], q, qd, "tip")]
     return jobs
 
