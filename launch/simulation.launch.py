@@ -50,7 +50,8 @@ def generate_launch_description():
                          "true: the simulator publishes /clock and the other nodes follow it"),
         DeclareLaunchArgument("command_source", default_value="computed", choices=list(COMMAND_SOURCES),
                               description="what the dynamics node sends the simulator: computed "
-                                          "(the computed-torque law), gravity (compensation only) or none"),
+                                          "(the computed-torque law), gravity (compensation only), none, or "
+                                          "task_space (the tool frame follows a circle, docs/task_space.md)"),
         boolean_argument("compensate_friction", "true",
                          "the dynamics node adds the URDF damping and friction that the simulator applies"),
         *(DeclareLaunchArgument(name, default_value=str(config_file(file)),

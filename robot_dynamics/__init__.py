@@ -19,6 +19,8 @@ _PUBLIC = {
                      "forward_dynamics"), "dynamics"),
     **dict.fromkeys(("frame_pose", "jacobian", "kinetic_energy", "potential_energy", "operational_space_inertia"),
                     "kinematics"),
+    **dict.fromkeys(("frame_velocity", "frame_acceleration", "jacobian_derivative_times_rate", "task_space_bias"),
+                    "task_space"),
     "regressor": "regression", "inertial_parameters": "regression",
     **dict.fromkeys(("lagrange_euler_terms", "closed_form_terms", "christoffel_symbols", "christoffel_coriolis_matrix",
                      "dalembert_terms", "inertia_bounds"), "formulations"),

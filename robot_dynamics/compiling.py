@@ -78,6 +78,7 @@ def _jobs(parts):
     from .kinematics import frame_pose, jacobian, kinetic_energy, potential_energy
     from .regression import regressor
     from .simulation import Simulator
+    from .task_space import frame_acceleration
     from .urdf import load_urdf
 
     arm = []  # the example arm, once loaded (load_urdf's check calls the mass matrix)
@@ -108,7 +109,7 @@ def _jobs(parts):
                  lambda: forward_dynamics(arm[0], q, qd, qd, external_wrenches=wrench),
                  lambda: bias_forces(arm[0], q, qd), lambda: coriolis_matrix(arm[0], q, qd),
                  lambda: regressor(arm[0], q, qd, qd),
-                 lambda: mass_matrix(arm[0], q)]
+                 lambda: mass_matrix(arm[0], q), lambda: frame_acceleration(arm[0], q, qd, "tip")]
     return jobs
 
 

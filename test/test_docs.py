@@ -98,6 +98,10 @@ RUN_ELSEWHERE = {
         "test/test_identification_docs.py::test_walk_through",
     "robot-dynamics identify payload_recording.csv --urdf arm7_gripper --payload arm7_hand --output payload":
         "test/test_identification_docs.py::test_walk_through",
+    # check-trajectory: the page's plan.csv is written first, and the second command's exit status is 1
+    "robot-dynamics check-trajectory arm7_gripper plan.csv": "test/test_check_trajectory.py::test_docs_example",
+    "robot-dynamics check-trajectory arm7_gripper plan.csv --payload arm7_hand 5.0 --json":
+        "test/test_check_trajectory.py::test_docs_example",
     ".venv/bin/python -m robot_dynamics.identification.benchmark":
         "test/test_identification_docs.py::test_benchmark_prints_its_tables",
 }

@@ -47,7 +47,7 @@ def test_quintic_ramp_closed_form():
 
 def test_parameters_declare_every_setting_with_its_default():
     defaults = Settings()
-    assert [p.field for p in PARAMETERS] == list(defaults.__dataclass_fields__)
+    assert sorted(p.field for p in PARAMETERS) == sorted(defaults.__dataclass_fields__)
     for p in PARAMETERS:
         assert coerce_setting(p.field, p.default) == getattr(defaults, p.field), p.name
     with pytest.raises(ValueError, match="amplitude must be >= 0"):
@@ -88,3 +88,37 @@ def test_under_sim_time_it_loads_the_robot_at_once_and_publishes_on_the_clock(tm
         code = process.stop()
         harness.close()
     assert code == 0, process.log()
+
+
+@pytest.mark.parametrize("shape", ["line", "circle"])
+def test_cartesian_mode_pose_twist_and_acceleration_are_consistent(shape):
+    """The frame starts at its home pose at rest; the twist and the acceleration are the exact
+    derivatives of the position (central differences) on the ramp, across its end and after it; the
+    circle keeps its radius about a centre one radius from the start, in the plane normal to the axis."""
+    arm = rd.load_urdf(bundled_urdf("arm7_gripper"))
+    home = (0.0, -0.3, 0.0, -2.0, 0.0, 1.9, 0.8, 0.02)
+    trajectory = make_trajectory(arm, Settings(home_positions=home, ramp_time=1.0, cartesian_shape=shape,
+                                               cartesian_frame="arm7_tcp", cartesian_size=0.05,
+                                               cartesian_frequency=0.25, cartesian_axis=(0.0, 0.0, 2.0)))
+    start = rd.frame_pose(arm, np.array(home), "arm7_tcp")
+    pose, twist, accel = trajectory.at(0.0)
+    np.testing.assert_allclose(pose, start, atol=1e-15)
+    np.testing.assert_allclose(twist, 0.0, atol=1e-15)
+    np.testing.assert_allclose(accel, 0.0, atol=1e-15)
+    h = 1e-6
+    for t in (0.3, 0.999, 1.0, 1.5, 3.7):
+        pose, twist, accel = trajectory.at(t)
+        np.testing.assert_allclose(pose[:3, :3], start[:3, :3], atol=1e-15)  # the orientation is held
+        np.testing.assert_allclose(twist[:3], 0.0, atol=1e-15)
+        velocity = (trajectory.at(t + h)[0][:3, 3] - trajectory.at(t - h)[0][:3, 3]) / (2 * h)
+        np.testing.assert_allclose(velocity, twist[3:], atol=1e-8)
+        np.testing.assert_allclose((trajectory.at(t + h)[1] - trajectory.at(t - h)[1]) / (2 * h), accel, atol=1e-6)
+        offset = pose[:3, 3] - start[:3, 3]
+        assert abs(offset[2]) < 1e-15 if shape == "circle" else abs(offset[0]) + abs(offset[1]) < 1e-15
+        if shape == "circle":
+            centre = start[:3, 3] - [0.05, 0.0, 0.0]
+            assert np.linalg.norm(pose[:3, 3] - centre) == pytest.approx(0.05, abs=1e-12)
+    with pytest.raises(ValueError, match="cartesian.frame"):
+        make_trajectory(arm, Settings(cartesian_shape=shape))
+    with pytest.raises(ValueError, match="cartesian.shape must be"):
+        coerce_setting("cartesian_shape", "square")

@@ -11,6 +11,8 @@ Subcommands::
     robot-dynamics excite URDF --duration S --output FILE
                                                   an excitation trajectory for identification
     robot-dynamics identify RECORDING --urdf URDF a calibrated URDF (and payload) from a recording
+    robot-dynamics check-trajectory URDF TRAJECTORY
+                                                  does a planned trajectory stay within the limits?
     robot-dynamics bench [core|node|simulator|scaling] [OPTIONS]
                                                   the benchmarks (core, node and simulator need the
                                                   test extra; scaling needs matplotlib for its plot)
@@ -31,13 +33,13 @@ Each module of this package adds its commands to the parser (``register(commands
 
 import sys
 
-from . import bench, compiling, demos, identification, info, joint_space, robots
+from . import bench, check_trajectory, compiling, demos, identification, info, joint_space, robots
 from .arguments import CLIError, Parser
 
 PROG = "robot-dynamics"
 
 #: the modules that register commands, in the order ``--help`` lists them
-COMMAND_MODULES = (robots, compiling, info, joint_space, demos, identification, bench)
+COMMAND_MODULES = (robots, compiling, info, joint_space, demos, identification, check_trajectory, bench)
 
 
 def build_parser():

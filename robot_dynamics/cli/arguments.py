@@ -47,6 +47,7 @@ COMMAND_KERNELS = {
     "excite": ("dynamics_node", "library"),
     "identify": ("dynamics_node", "library"),
     "demo": ("dynamics_node", "simulator"),  # the nodes': compiled once here, not by each at once
+    "check-trajectory": ("dynamics_node", "library"),  # batched inverse dynamics; --friction
 }
 
 

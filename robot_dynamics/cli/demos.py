@@ -27,6 +27,10 @@ def run_demo(args):
 
     try:
         check_arguments(args)
+        if args.task_space:
+            from ..tools.task_space_demo import run_task_space_demo
+
+            return run_task_space_demo(args, *load_model(args.robot, "demo"))
         return run(args, *load_model(args.robot, "demo"))
     except DemoError as error:
         raise CLIError(str(error)) from None

@@ -43,7 +43,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 import robot_dynamics as rd
 from robot_dynamics import control
-from robot_dynamics.data import BIAS, GRAVITY, MASS, compute_terms
+from robot_dynamics.data import BIAS, GRAVITY, MASS, WORLD, compute_terms
 
 from .base import OUTPUT_QOS, RobotNode
 from .cdr import JointStateWriter
@@ -51,6 +51,7 @@ from .converters import as_float_array, matrix_msg
 from .dynamics_inputs import DesiredStateReader, JointStateMerger, Rejected, desired_accelerations
 from .dynamics_plan import PARAMETERS, Desired, Plan, Settings, coerce_setting, make_plan, servo_terms
 from .safety import cut
+from .task_space_command import TaskSpaceCommand
 
 #: QoS of the outputs and of the desired inputs: reliable publishers match reliable and
 #: best-effort subscribers (ros2_control's forward_command_controller subscribes reliably);
@@ -107,6 +108,7 @@ class DynamicsNode(RobotNode):
         subscription(JointState, "joint_states", self._on_joint_states, JOINT_STATES_QOS)
         subscription(Float64MultiArray, "desired_accelerations", self._on_desired_accelerations, COMMAND_INPUT_QOS)
         subscription(JointTrajectory, "desired_state", self._on_desired_state, COMMAND_INPUT_QOS)
+        self._task = TaskSpaceCommand(self, COMMAND_INPUT_QOS)
         self.start_description()
 
     # --- the model ---------------------------------------------------------------------------------
@@ -132,6 +134,7 @@ class DynamicsNode(RobotNode):
         self._state = JointStateMerger(plan, self._state)
         self._desired_state = DesiredStateReader(plan)
         self._msgs = _OutputMessages(plan.names)
+        self._task.install(plan)
 
     # --- inputs ------------------------------------------------------------------------------------
     def _on_joint_states(self, msg: JointState) -> None:
@@ -188,7 +191,7 @@ class DynamicsNode(RobotNode):
         q, qd = state.q, state.qd
         vel_ok = state.qd_ns.min() >= limit
         desired = self._desired
-        want_computed = desired is not None
+        want_computed = desired is not None and s.command_source != "task_space"  # (it has its own inputs)
         if want_computed and now - desired.received_ns > plan.desired_timeout_ns:
             want_computed = False
             if s.command_source == "computed":
@@ -209,9 +212,14 @@ class DynamicsNode(RobotNode):
         computed = want_computed and (computed_heard or command_out == "computed")
         outputs = ((GRAVITY if gravity_heard or command_out != "none" else 0) | (BIAS if publish_bias or computed else 0)
                    | (MASS if publish_mass or computed else 0))
+        task = command == "task_space" and (computed_heard or command_out == "task_space")
+        if task:  # the task-space law reads M, h, the world poses and the bodies' Jdot qd from the same pass
+            outputs |= GRAVITY | ((BIAS | MASS | WORLD) if vel_ok else 0)
         data = plan.data
         if outputs:
             compute_terms(data, q, qd if outputs & BIAS else None, outputs)
+        if task:
+            self._publish_task_space(plan, data, q, qd, vel_ok, computed_heard, command_out, now, stamp)
 
         # Each output checked and published on its own (one that is not finite never stops another),
         # the control output first (what a 1 kHz loop waits for); message objects reused (publish copies).
@@ -285,6 +293,27 @@ class DynamicsNode(RobotNode):
                 self._publish_command(plan, data.g[plan.out], now)
             return
         self._publish_command(plan, tau[plan.out], now)
+
+    def _publish_task_space(self, plan: Plan, data, q, qd, vel_ok: bool, heard: bool, command_out: str, now: int,
+                            stamp) -> None:
+        """computed_torques and effort_command from the task-space law on ``data``'s pass, or gravity held
+        (said) without it."""
+        tau = self._task.torque(plan, data, q, qd, vel_ok, now)
+        if tau is not None and plan.settings.compensate_friction:
+            s = plan.settings
+            with np.errstate(all="ignore"):
+                tau = tau + control.friction_torques(plan.model.viscous_damping, plan.model.friction,
+                                                     s.friction_velocity, qd)
+        if tau is None or not self._finite("computed_torques (task space)", tau, now):
+            if command_out == "task_space" and self._finite("effort_command (gravity hold)", data.g, now):
+                self._publish_command(plan, data.g[plan.out], now)
+            return
+        if heard:
+            self._pub_computed.publish(self._msgs.torques.serialize(stamp.sec, stamp.nanosec, None, None,
+                                                                    tau if plan.full else tau[plan.out]))
+        self._n_computed += 1
+        if command_out == "task_space":
+            self._publish_command(plan, tau[plan.out], now)
 
     def _publish_command(self, plan: Plan, tau_out: np.ndarray, now: int) -> None:
         command = np.clip(tau_out, -plan.effort_limit, plan.effort_limit)  # (output order)
@@ -363,6 +392,8 @@ class DynamicsNode(RobotNode):
         elif n_out == 0 and out_level == DiagnosticStatus.OK:
             out_level, out_text = DiagnosticStatus.WARN, "no joint states: publishing nothing"
         statuses.append(("outputs", out_level, out_text, out_values))
+        if plan is not None and plan.task is not None:
+            statuses.append(self._task.status(plan, recent))
 
         self._stats_reset(now)
         return self.diagnostic_array(statuses)

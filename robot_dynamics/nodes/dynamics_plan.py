@@ -17,16 +17,18 @@ from ..data import Data
 from ..model import RobotModel, given_limits
 from .parameters import LOCK, MOTOR_PARAMETERS, Parameter, duplicates, float_list, name_list, require_joints, with_armature
 from .safety import Plausibility, check_gains, check_gravity, check_payload, check_outputs_finite, check_outputs_plausible
+from .task_space_inputs import TASK_PARAMETERS, TASK_TOPICS, TaskSpaceFields, coerce_task_setting, compile_task
 
 __all__ = ["COMMAND_SOURCES", "PARAMETERS", "TOPICS", "Desired", "Plan", "Settings", "coerce_setting",
            "make_plan", "servo_terms"]
 
-COMMAND_SOURCES = ("none", "gravity", "computed")
+COMMAND_SOURCES = ("none", "gravity", "computed", "task_space")
 
 
 @dataclass(frozen=True)
-class Settings:
-    """The node's parameter values (besides robot_description / robot_description_node)."""
+class Settings(TaskSpaceFields):
+    """The node's parameter values (besides robot_description / robot_description_node); the
+    ``task_*`` fields are :class:`~robot_dynamics.nodes.task_space_inputs.TaskSpaceFields`'."""
 
     lock_torque_parameters: bool = False
     gravity: tuple = (0.0, 0.0, -9.81)
@@ -71,7 +73,7 @@ PARAMETERS = (LOCK,) + tuple(p if p.name in NOT_TORQUE_SHAPING else replace(p, s
               "output joint."),
     Parameter("kd", _D.kd[0], "Velocity gain(s) of the computed-torque law, 1/s: one number or one per "
               "output joint."),
-    Parameter("command_source", _D.command_source, "What effort_command carries: none | gravity | computed.",
+    Parameter("command_source", _D.command_source, "What effort_command carries: none | gravity | computed | task_space.",
               "string"),
     Parameter("compensate_friction", _D.compensate_friction, "Add the URDF friction damping*qd + "
               "friction*tanh(qd/friction_velocity) to the computed torques (damping: the joint's and its "
@@ -88,6 +90,7 @@ PARAMETERS = (LOCK,) + tuple(p if p.name in NOT_TORQUE_SHAPING else replace(p, s
               "computed command follows, rad or m; beyond it effort_command holds gravity instead. 0 = no "
               "limit.", "double", low=0.0, high=1.0e3),
     *MOTOR_PARAMETERS,
+    *TASK_PARAMETERS,
 ))
 
 #: (topic, type, direction, what) for --help
@@ -101,12 +104,15 @@ TOPICS = (
     ("computed_torques", "sensor_msgs/JointState", "out", "effort = M(q) (qdd_d + kd e' + kp e) + h(q, qd)"),
     ("mass_matrix", "std_msgs/Float64MultiArray", "out", "M(q), row-major, dims rows/cols"),
     ("effort_command", "std_msgs/Float64MultiArray", "out", "the command_source torques"),
+    *TASK_TOPICS,
     ("/diagnostics", "diagnostic_msgs/DiagnosticArray", "out", "model, inputs, outputs, once a second"),
 )
 
 
 def coerce_setting(field: str, value):
     """Parameter value -> Settings field value; ValueError (the reason) when invalid."""
+    if field.startswith("task_"):
+        return coerce_task_setting(field, value)
     param = field.replace("payload_", "payload.")
     if field == "gravity":
         gravity = float_list(param, value, 3)
@@ -175,6 +181,7 @@ class Plan:
     plausibility: Plausibility  # the joint states believed
     effort_limit: np.ndarray  # per output joint, inf where the URDF gives none: effort_command's bounds
     data: Data  # the workspace of the model's one pass per message (robot_dynamics.data)
+    task: object = None  # task_control.TaskSpaceSettings with command_source task_space
 
 
 def make_plan(base: RobotModel, s: Settings) -> Plan:
@@ -213,6 +220,7 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
         kp=gains["kp"], kd=gains["kd"], continuous=continuous, mimic=mimic,
         state_timeout_ns=int(s.state_timeout * 1e9), desired_timeout_ns=int(s.desired_timeout * 1e9),
         plausibility=plausibility, effort_limit=given_limits(model.effort_limits)[out], data=Data(model),
+        task=compile_task(model, s),
     )
 
 

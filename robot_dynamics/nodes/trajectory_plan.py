@@ -22,6 +22,9 @@ import numpy as np
 
 from ..identification.excitation import SampledTrajectory, read_trajectory_csv
 from ..model import RobotModel
+from .cartesian_trajectory import (
+    CARTESIAN_PARAMETERS, CARTESIAN_TOPICS, CartesianFields, CartesianTrajectory, coerce_cartesian_setting, make_cartesian,
+)
 from .parameters import Parameter, bounded_float, float_list, name_list, require_joints
 
 __all__ = ["PARAMETERS", "SERVICES", "TOPICS", "Settings", "Trajectory", "coerce_setting", "make_trajectory"]
@@ -30,8 +33,9 @@ LIMIT_MARGIN = 0.05  # fraction of the distance from home to the nearest limit k
 
 
 @dataclass(frozen=True)
-class Settings:
-    """The node's parameter values (besides robot_description / robot_description_node)."""
+class Settings(CartesianFields):
+    """The node's parameter values (besides robot_description / robot_description_node); the
+    ``cartesian_*`` fields are the Cartesian mode's (:mod:`~robot_dynamics.nodes.cartesian_trajectory`)."""
 
     joints: tuple = ()
     rate: float = 500.0
@@ -60,6 +64,7 @@ PARAMETERS = (
               "params file or -p): a path any process on the ROS domain could change would make the node open "
               "whatever it names. A regular file of at most 64 MiB, at least two samples, times increasing.",
               "string", read_only=True),
+    *CARTESIAN_PARAMETERS,
 )
 
 #: (topic, type, direction, what) for --help
@@ -67,12 +72,15 @@ TOPICS = (
     ("robot_description", "std_msgs/String", "in", "latched URDF (when the parameter is empty)"),
     ("desired_state", "trajectory_msgs/JointTrajectory", "out", "one point: positions, velocities, "
      "accelerations; at `rate` Hz of the node's clock"),
+    *CARTESIAN_TOPICS,
 )
 SERVICES = (("~/restart", "std_srvs/Trigger", "start again from t = 0 at the home pose"),)
 
 
 def coerce_setting(name: str, value):
     """Parameter value -> Settings field value; ValueError (the reason) when invalid."""
+    if name.startswith("cartesian_"):
+        return coerce_cartesian_setting(name, value)
     if name in ("joints", "home_joint_names"):
         return name_list(name, value)
     if name == "home_positions":
@@ -167,15 +175,10 @@ def _excitation(model: RobotModel, path: str) -> Excitation:
                                        f"{start}: the robot must be there, at rest",))
 
 
-def make_trajectory(model: RobotModel, s: Settings) -> Trajectory | Excitation:
-    """The trajectory for ``model``; ``ValueError`` naming the problem otherwise."""
-    if s.excitation_file:
-        return _excitation(model, s.excitation_file)
-    names = list(s.joints or model.joint_names)
-    require_joints(model, names, "joints")
+def _home(model: RobotModel, names: list, s: Settings) -> np.ndarray:
+    """The home positions of ``names``: 0 clipped into the limits, then ``home_positions``."""
     index = [model.joint_names.index(n) for n in names]
-    lower, upper = model.position_limits[index, 0], model.position_limits[index, 1]
-    home = np.clip(np.zeros(len(names)), lower, upper)
+    home = np.clip(np.zeros(len(names)), model.position_limits[index, 0], model.position_limits[index, 1])
     if s.home_joint_names:
         missing = [n for n in s.home_joint_names if n not in names]
         if missing:
@@ -189,6 +192,20 @@ def make_trajectory(model: RobotModel, s: Settings) -> Trajectory | Excitation:
             raise ValueError(f"home_positions has {len(s.home_positions)} values; expected one per joint "
                              f"({len(names)}: {names}) or home_joint_names")
         home[:] = s.home_positions
+    return home
+
+
+def make_trajectory(model: RobotModel, s: Settings) -> Trajectory | Excitation | CartesianTrajectory:
+    """The trajectory for ``model``; ``ValueError`` naming the problem otherwise."""
+    if s.excitation_file:
+        return _excitation(model, s.excitation_file)
+    if s.cartesian_shape:  # the start pose: the frame's at home, every joint of the model
+        return make_cartesian(model, s, _home(model, list(model.joint_names), s))
+    names = list(s.joints or model.joint_names)
+    require_joints(model, names, "joints")
+    home = _home(model, names, s)
+    index = [model.joint_names.index(n) for n in names]
+    lower, upper = model.position_limits[index, 0], model.position_limits[index, 1]
     n = len(names)
     amplitude = _per_joint("amplitude", s.amplitude, n)
     frequency = _per_joint("frequency", s.frequency, n)

@@ -9,18 +9,22 @@ trajectory_msgs/JointTrajectory with one point: ``positions``, ``velocities`` an
 ``accelerations`` of every joint of ``joints`` (default: all joints of the model, model order),
 ``header.stamp`` = the time the point is for, ``time_from_start`` = 0.  The motion and its
 quintic smooth start are :mod:`~robot_dynamics.nodes.trajectory_plan`'s.  Service ``~/restart``
-(std_srvs/Trigger) starts again from ``t = 0``.
+(std_srvs/Trigger) starts again from ``t = 0``.  In Cartesian mode (``cartesian.shape`` line or
+circle, :mod:`~robot_dynamics.nodes.cartesian_trajectory`) it publishes a frame's ``desired_pose``,
+``desired_twist`` and ``desired_accel`` instead, for the dynamics node's ``command_source: task_space``.
 """
 
 from __future__ import annotations
 
 from builtin_interfaces.msg import Duration
+from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import robot_dynamics as rd
 
 from .base import OUTPUT_QOS, RobotNode
+from .cartesian_trajectory import CartesianTrajectory
 from .converters import as_float_array
 from .trajectory_plan import PARAMETERS, Settings, Trajectory, coerce_setting, make_trajectory
 
@@ -35,6 +39,9 @@ class TrajectoryPublisher(RobotNode):
         super().__init__(node_name, PARAMETERS, Settings, coerce_setting, diagnostics=False, **kwargs)
         self._start_ns = None  # clock time of t = 0 (set at the first tick with a model)
         self._pub = self.create_publisher(JointTrajectory, "desired_state", OUTPUT_QOS)
+        self._pub_pose = self.create_publisher(PoseStamped, "desired_pose", OUTPUT_QOS)
+        self._pub_twist = self.create_publisher(TwistStamped, "desired_twist", OUTPUT_QOS)
+        self._pub_accel = self.create_publisher(AccelStamped, "desired_accel", OUTPUT_QOS)
         self.create_service(Trigger, "~/restart", self._on_restart)
         self._timer = self.create_timer(1.0 / self._settings.rate, self._on_tick)
         self.start_description()
@@ -70,6 +77,9 @@ class TrajectoryPublisher(RobotNode):
             return  # use_sim_time and no /clock yet
         if self._start_ns is None:
             self._start_ns = now.nanoseconds
+        if isinstance(trajectory, CartesianTrajectory):
+            self._publish_cartesian(trajectory, now)
+            return
         q, qd, qdd = trajectory.at((now.nanoseconds - self._start_ns) * 1e-9)
         msg = JointTrajectory()
         msg.header.stamp = now.to_msg()
@@ -77,3 +87,38 @@ class TrajectoryPublisher(RobotNode):
         msg.points = [JointTrajectoryPoint(positions=as_float_array(q), velocities=as_float_array(qd),
                                            accelerations=as_float_array(qdd), time_from_start=Duration())]
         self._pub.publish(msg)
+
+    def _publish_cartesian(self, trajectory: CartesianTrajectory, now) -> None:
+        """The frame's pose, twist and acceleration at one instant, stamped alike, in the root link's frame."""
+        pose, twist, accel = trajectory.at((now.nanoseconds - self._start_ns) * 1e-9)
+        stamp = now.to_msg()
+        msgs = PoseStamped(), TwistStamped(), AccelStamped()
+        for msg in msgs:
+            msg.header.stamp, msg.header.frame_id = stamp, trajectory.root
+        p, (x, y, z, w) = msgs[0].pose.position, _quaternion(pose[:3, :3])
+        p.x, p.y, p.z = (float(v) for v in pose[:3, 3])
+        o = msgs[0].pose.orientation
+        o.x, o.y, o.z, o.w = x, y, z, w
+        for body, value in ((msgs[1].twist, twist), (msgs[2].accel, accel)):
+            body.angular.x, body.angular.y, body.angular.z = (float(v) for v in value[:3])
+            body.linear.x, body.linear.y, body.linear.z = (float(v) for v in value[3:])
+        self._pub_twist.publish(msgs[1])
+        self._pub_accel.publish(msgs[2])
+        self._pub_pose.publish(msgs[0])
+
+
+def _quaternion(R):
+    """``(x, y, z, w)`` of a rotation matrix (Shepperd's method: the largest of the four squares first)."""
+    trace = R[0, 0] + R[1, 1] + R[2, 2]
+    squares = [trace, R[0, 0], R[1, 1], R[2, 2]]
+    k = max(range(4), key=lambda i: squares[i])
+    if k == 0:
+        w = 0.5 * (1.0 + trace) ** 0.5
+        return (R[2, 1] - R[1, 2]) / (4 * w), (R[0, 2] - R[2, 0]) / (4 * w), (R[1, 0] - R[0, 1]) / (4 * w), w
+    i, j, m = k - 1, k % 3, (k + 1) % 3
+    v = [0.0, 0.0, 0.0]
+    v[i] = 0.5 * (1.0 + R[i, i] - R[j, j] - R[m, m]) ** 0.5
+    v[j] = (R[j, i] + R[i, j]) / (4 * v[i])
+    v[m] = (R[m, i] + R[i, m]) / (4 * v[i])
+    w = (R[m, j] - R[j, m]) / (4 * v[i])
+    return v[0], v[1], v[2], w

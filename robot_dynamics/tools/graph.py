@@ -25,7 +25,12 @@ from ..robots import PACKAGE, share_file
 from ..urdf import load_urdf
 
 #: What the dynamics node may send as ``effort_command`` (its ``command_source`` parameter).
-COMMAND_SOURCES = ("none", "gravity", "computed")
+COMMAND_SOURCES = ("none", "gravity", "computed", "task_space")
+#: The tool frame of a bundled robot, which ``command_source: task_space`` controls (others: the last link).
+TOOL_FRAMES = {"arm7_gripper": "arm7_tcp"}
+#: ``command_source: task_space``: the dynamics node's law and the trajectory publisher's circle.
+TASK_SPACE = {"task_space.mode": "computed_torque", "task_space.kp": 400.0, "task_space.kd": 40.0}
+CIRCLE = {"cartesian.shape": "circle", "cartesian.size": 0.05, "cartesian.frequency": 0.25}
 
 #: The trajectory of a robot other than the demo robot: every joint swings around its home pose.
 DEFAULT_MOTION = {"amplitude": [0.2], "frequency": [0.25], "phase": [0.0]}
@@ -112,7 +117,9 @@ def simulation_graph(urdf_text, use_sim_time=False, command_source="computed", c
     """The graph of ``launch/simulation.launch.py``: the closed computed-torque loop.
 
     ``trajectory_publisher --desired_state--> dynamics_node --effort_command--> simulator_node
-    --joint_states--> dynamics_node``. The dynamics node sends ``command_source`` and, with
+    --joint_states--> dynamics_node``; with ``command_source="task_space"`` the trajectory publisher
+    draws a circle with the tool frame (``desired_pose`` ...) and the dynamics node controls it in task
+    space (:data:`TASK_SPACE`, :data:`CIRCLE`). The dynamics node sends ``command_source`` and, with
     ``compensate_friction``, models the URDF friction that the simulator applies (an exact model
     of the simulated robot). With ``use_sim_time`` the simulator publishes ``/clock`` and the
     other two follow it.
@@ -127,15 +134,22 @@ def simulation_graph(urdf_text, use_sim_time=False, command_source="computed", c
         ("simulator", simulator_params, "simulator.yaml"),
         ("dynamics", dynamics_params, "dynamics.yaml"),
         ("trajectory", trajectory_params, "trajectory_publisher.yaml"))}
-    _, start, home = robot_setup(load_urdf(urdf_text), files["simulator"])
+    model = load_urdf(urdf_text)
+    q0, start, home = robot_setup(model, files["simulator"])
     description = {"robot_description": urdf_text}
     clock = {"use_sim_time": bool(use_sim_time)}
+    task, circle = {}, {}
+    if command_source == "task_space":  # the tool frame follows a circle through its start pose, posture q0
+        frame = TOOL_FRAMES.get(model.name, model.link_names[-1])
+        task = {**TASK_SPACE, "task_space.frame": frame, "task_space.posture": q0.tolist()}
+        circle = {**CIRCLE, "cartesian.frame": frame, "home_joint_names": list(model.joint_names),
+                  "home_positions": q0.tolist()}
     return [
         NodeLaunch("simulator_node", "robot_dynamics_simulator", (
             files["simulator"], {**description, **start, "use_sim_time": False, "publish_clock": bool(use_sim_time)})),
         NodeLaunch("dynamics_node", "robot_dynamics", (
             files["dynamics"], {**description, **clock, "command_source": command_source,
-                                "compensate_friction": bool(compensate_friction)})),
+                                "compensate_friction": bool(compensate_friction), **task})),
         NodeLaunch("trajectory_publisher", "trajectory_publisher", (
-            files["trajectory"], {**description, **home, **clock})),
+            files["trajectory"], {**description, **home, **clock, **circle})),
     ]

@@ -52,6 +52,12 @@ def add_arguments(parser):
     parser.add_argument("--log-dir", type=Path, default=None, metavar="DIR",
                         help="keep the nodes' logs in DIR (default: a temporary directory, removed)")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
+    parser.add_argument("--task-space", nargs="?", const="computed_torque", choices=("computed_torque", "impedance"),
+                        default=None, metavar="LAW", help="close the loop in task space instead: the tool frame draws "
+                        "a circle, the dynamics node runs LAW (computed_torque, the default, or impedance)")
+    parser.add_argument("--radius", type=float, default=0.05, metavar="M", help="--task-space: circle radius (0.05)")
+    parser.add_argument("--frequency", type=float, default=0.25, metavar="HZ",
+                        help="--task-space: turns per second (0.25)")
 
 
 def check_arguments(args):
@@ -61,8 +67,10 @@ def check_arguments(args):
         raise DemoError("--duration must be positive")
     if args.domain_id is not None and not (0 <= args.domain_id <= 101 or 215 <= args.domain_id <= 232):
         raise DemoError(f"--domain-id {args.domain_id}: Fast DDS accepts 0-101 and 215-232")
+    if args.task_space and not (0 < args.radius <= 1.0 and 0 <= args.frequency <= 5.0):
+        raise DemoError("--radius must be in (0, 1] m and --frequency in [0, 5] Hz")
     for module, extra in (("rclpy", "ros"), ("sensor_msgs", "ros"), ("trajectory_msgs", "ros"),
-                          ("std_srvs", "ros")) + (() if args.no_plot else (("matplotlib", "demo"),)):
+                          ("std_srvs", "ros"), ("geometry_msgs", "ros")) + (() if args.no_plot else (("matplotlib", "demo"),)):
         try:
             __import__(module)
         except ImportError:

@@ -1,0 +1,109 @@
+"""The dynamics node's task-space command, the rclpy side: the ``desired_pose``, ``desired_twist`` and
+``desired_accel`` subscriptions, the torque of :func:`robot_dynamics.task_control.task_space_torque`
+for a measured state, and its ``/diagnostics`` status (the task-space error).  The checks are
+:mod:`~robot_dynamics.nodes.task_space_inputs`."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped
+
+from ..data import BIAS, GRAVITY, MASS, WORLD, compute_terms
+from ..kinematics import frame_pose
+from ..task_control import TaskTarget, task_space_torque
+from .parameters import Rejected
+from .task_space_inputs import TaskSpaceInputs
+
+
+def _xyz(v):
+    return (v.x, v.y, v.z)
+
+
+class TaskSpaceCommand:
+    """Owned by the dynamics node (``node``: its ``problem``/``reject``); inactive unless the plan has a task."""
+
+    def __init__(self, node, qos):
+        self._node = node
+        self.inputs: TaskSpaceInputs | None = None
+        self.last = None  # the last TaskResult
+        node.create_subscription(PoseStamped, "desired_pose", self._on_pose, qos)
+        node.create_subscription(TwistStamped, "desired_twist", self._on_twist, qos)
+        node.create_subscription(AccelStamped, "desired_accel", self._on_accel, qos)
+
+    def install(self, plan) -> None:
+        root = plan.model.link_names[0]
+        if plan.task is None:
+            self.inputs = None
+        elif self.inputs is None or self.inputs.root != root:
+            self.inputs = TaskSpaceInputs(root)
+        if plan.task is not None:  # compiled (or loaded from numba's cache) now, not in the first control cycle
+            rest, rates = np.asarray(plan.task.rest, dtype=float), np.zeros(plan.model.nv)
+            compute_terms(plan.data, rest, rates, GRAVITY | BIAS | MASS | WORLD)
+            task_space_torque(plan.model, plan.task, rest, rates, TaskTarget(frame_pose(plan.model, rest, plan.task.frame)),
+                              plan.data)
+        self.last = None
+
+    def _read(self, topic, read, *args) -> None:
+        now = time.monotonic_ns()
+        if self.inputs is None:
+            return  # command_source is not task_space: nothing reads these topics
+        try:
+            read(*args, now)
+        except Rejected as exc:
+            self._node.reject(topic, str(exc), now)
+
+    def _on_pose(self, msg: PoseStamped) -> None:
+        o = msg.pose.orientation
+        self._read("desired_pose", self.inputs and self.inputs.read_pose, msg.header.frame_id,
+                   _xyz(msg.pose.position), (o.x, o.y, o.z, o.w))
+
+    def _on_twist(self, msg: TwistStamped) -> None:
+        self._read("desired_twist", self.inputs and self.inputs.read_twist, "desired_twist", msg.header.frame_id,
+                   _xyz(msg.twist.linear), _xyz(msg.twist.angular))
+
+    def _on_accel(self, msg: AccelStamped) -> None:
+        self._read("desired_accel", self.inputs and self.inputs.read_twist, "desired_accel", msg.header.frame_id,
+                   _xyz(msg.accel.linear), _xyz(msg.accel.angular))
+
+    def torque(self, plan, data, q, qd, velocities_fresh: bool, now: int):
+        """The task-space torque (model order) from ``data``, the plan's workspace filled for ``(q, qd)``
+        with ``BIAS | MASS | WORLD``, or None: hold gravity (the reason is recorded)."""
+        node = self._node
+        target, notes = self.inputs.target(now, plan.desired_timeout_ns)
+        for note in notes[target is None:]:
+            node.problem("desired", note, now, DiagnosticStatus.WARN)
+        if target is None:
+            node.problem("desired", f"{notes[0]}: effort_command holds gravity", now, DiagnosticStatus.WARN)
+            return None
+        if not velocities_fresh:
+            node.problem("velocity", "task_space needs fresh velocities: effort_command holds gravity", now)
+            return None
+        with np.errstate(all="ignore"):  # (a non-finite result is refused by the caller)
+            result = task_space_torque(plan.model, plan.task, q, qd, target, data)
+        self.last = result
+        if result.damped:
+            node.problem("singular", f"{plan.task.frame} near a singularity (conditioning {result.conditioning:.3g}): "
+                         "task inertia damped, tracking degraded", now, DiagnosticStatus.WARN)
+        return result.torque
+
+    def status(self, plan, recent: dict):
+        """The ``("task space", level, text, values)`` diagnostics status."""
+        task, last = plan.task, self.last
+        values = [("mode", task.mode), ("frame", task.frame), ("directions", " ".join(task.axes))]
+        level, text = DiagnosticStatus.OK, f"{task.mode} of {task.frame}"
+        if last is not None:
+            values += [("position error (m)", f"{np.linalg.norm(last.error[3:]):.6f}"),
+                       ("rotation error (rad)", f"{np.linalg.norm(last.error[:3]):.6f}"),
+                       ("error x y z rx ry rz", " ".join(f"{v:.6f}" for v in np.r_[last.error[3:], last.error[:3]])),
+                       ("conditioning", f"{last.conditioning:.3g}")]
+        else:
+            text += ": no task-space torque yet"
+        for kind in ("desired_pose", "desired_twist", "desired_accel", "desired", "singular"):
+            if kind in recent:
+                kind_level, kind_text, _ = recent[kind]
+                level, text = max(level, kind_level), f"{text}; {kind_text}"
+                values.append((kind, kind_text))
+        return ("task space", level, text, values)
