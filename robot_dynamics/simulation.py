@@ -97,6 +97,7 @@ import numba
 import numpy as np
 
 from . import kinematics as _kinematics
+from .contact import ContactModel, add_contact_torques, contact_wrenches_at
 from .control import friction_torque
 from .elastic import elastic_energy, stiffness_vector
 from .kernels import (
@@ -137,6 +138,7 @@ Physics = namedtuple("Physics", [
     "lower", "upper", "omega",                         # position limits (+-inf: none or switched off), w
     "wrench_bodies", "wrench_points", "wrench_values",  # external wrenches (kernels.wrench_arrays)
     "motors",                                          # elastic joints: rows K, J, B_m; (3, 0) for rigid joints
+    "contact_bodies", "contact_sites", "contact_planes", "contact_constants",  # contact.ContactModel.arrays
 ])
 Physics.__doc__ = """Everything the compiled right-hand side ``a(q, qd, tau_cmd)`` reads besides the state, for one step.
 
@@ -249,6 +251,12 @@ def _link_acceleration(physics, q, qd, command, workspace):
         joint_poses(topology, bodies, q_row, state, poses)
         world_poses(topology, poses, world)
         add_wrench_torques(topology, bodies, world, wrench_bodies, wrench_points, wrench_values[0], tau)
+    contact_bodies, contact_sites, contact_planes, contact_constants = physics[14:18]
+    if contact_bodies.shape[0] > 0:  # contact.py: the spheres' penalty forces on the half-spaces
+        joint_poses(topology, bodies, q_row, state, poses)
+        world_poses(topology, poses, world)
+        add_contact_torques(topology, bodies, world, qd_row, contact_bodies, contact_sites, contact_planes,
+                            contact_constants, tau, np.empty((contact_bodies.shape[0], 6)))
     qdd = np.empty(n)
     singular = forward_state(topology, bodies, gravity, armature, q_row, qd_row, state, tau,
                              scratch, composite, M, qdd)
@@ -408,9 +416,11 @@ class Simulator:
 
     def __init__(self, model, q=None, qd=None, *, integrator="rk4", apply_damping=False, apply_friction=False,
                  enforce_effort_limits=True, enforce_position_limits=True,
-                 friction_velocity=DEFAULT_FRICTION_VELOCITY, rtol=1e-8, atol=1e-10, t=0.0, joint_stiffness=None):
+                 friction_velocity=DEFAULT_FRICTION_VELOCITY, rtol=1e-8, atol=1e-10, t=0.0, joint_stiffness=None,
+                 contact=None):
         self._stiffness = None if joint_stiffness is None else stiffness_vector(model, joint_stiffness)
         self.model = model
+        self.contact = contact
         self.integrator = integrator
         self.apply_damping = bool(apply_damping)
         self.apply_friction = bool(apply_friction)
@@ -437,7 +447,38 @@ class Simulator:
         effort = np.asarray(model.effort_limits, dtype=float)
         # A URDF effort of 0 (a common xacro default) means "not given", not "cannot move".
         self._effort_limit = np.where(effort > 0, effort, np.inf)
+        if getattr(self, "_contact", None) is not None:
+            self._contact_arrays = self._contact.arrays(model)
         self._physics_cache = self._wrench_cache = (None, None)
+
+    @property
+    def contact(self):
+        """The :class:`robot_dynamics.contact.ContactModel` the links touch (an empty one: no contact)."""
+        return self._contact
+
+    @contact.setter
+    def contact(self, contact):
+        contact = ContactModel() if contact is None else contact
+        self._contact_arrays = contact.arrays(self._model)  # checks the links
+        self._contact = contact
+        self._physics_cache = self._wrench_cache = (None, None)
+
+    def contact_wrenches(self):
+        """``{link: [moment; force]}``: the true contact wrench on each touching link at the current state,
+        in the ``external_wrenches`` convention (world-aligned axes, moment about the link origin)."""
+        bodies = self._contact_arrays[0]
+        if bodies.shape[0] == 0:
+            return {}
+        topology, kernel_bodies, _ = self._model._kernel_arrays
+        nb = topology.shape[0]
+        n = self._model.nv
+        wrenches, _ = contact_wrenches_at(topology, kernel_bodies, self._q.reshape(1, n), self._qd.reshape(1, n),
+                                          *self._contact_arrays, np.empty((nb, 12)), np.empty((nb, 12)))
+        out = {}
+        for (link, _, _), wrench in zip(self._contact.spheres, wrenches):
+            if wrench.any():
+                out[link] = out[link] + wrench if link in out else wrench
+        return out
 
     @property
     def joint_stiffness(self):
@@ -580,6 +621,8 @@ class Simulator:
                 wrench_values=np.zeros((1, 0, 6)),
                 motors=np.array([self._stiffness, model.armature, model.motor_damping if self.apply_damping else np.zeros(n)])
                 if elastic else np.zeros((3, 0)),
+                contact_bodies=self._contact_arrays[0], contact_sites=self._contact_arrays[1],
+                contact_planes=self._contact_arrays[2], contact_constants=self._contact_arrays[3],
             )
             effort_limit = self._effort_limit.copy() if self.enforce_effort_limits else everywhere
             self._physics_cache = (key, (tuple(physics), effort_limit))
