@@ -40,6 +40,7 @@ import robot_dynamics as rd
 from robot_dynamics import control
 
 from .base import RobotNode
+from .contact_outputs import ContactOutputs
 from .converters import as_float_array, matrix_msg
 from .dynamics_inputs import DesiredStateReader, JointStateMerger, Rejected, desired_accelerations
 from .dynamics_plan import PARAMETERS, Desired, Plan, Settings, coerce_setting, compile_plan, servo_terms
@@ -96,6 +97,7 @@ class DynamicsNode(RobotNode):
             Float64MultiArray, "desired_accelerations", self._on_desired_accelerations, COMMAND_INPUT_QOS
         )
         self.create_subscription(JointTrajectory, "desired_state", self._on_desired_state, COMMAND_INPUT_QOS)
+        self._contact = ContactOutputs(self)  # external torques, collision (docs/contact.md)
         self.start_description()
 
     # --- the model ---------------------------------------------------------------------------------
@@ -121,6 +123,7 @@ class DynamicsNode(RobotNode):
         self._state = JointStateMerger(plan, self._state)
         self._desired_state = DesiredStateReader(plan)
         self._msgs = _OutputMessages(plan.names)
+        self._contact.install(plan)
 
     # --- inputs ------------------------------------------------------------------------------------
     def _on_joint_states(self, msg: JointState) -> None:
@@ -136,6 +139,7 @@ class DynamicsNode(RobotNode):
             return
         if mimic_warning:
             self.problem("mimic", mimic_warning, now, DiagnosticStatus.WARN)
+        self._contact.take_efforts(msg.name, msg.effort, now)
         if not fresh:
             return  # nothing of this robot in the message (e.g. another robot's joints): no output
         try:
@@ -166,6 +170,7 @@ class DynamicsNode(RobotNode):
         if state.q_ns.min() < limit:
             self.problem("state", "not publishing: " + state.missing(state.q_ns, now, "position"), now)
             return
+        self._contact.observe(plan, state, stamp, now)  # first: a collision changes this message's command
         s = plan.settings
         model, out = plan.model, plan.out
         q, qd = state.q, state.qd
@@ -258,6 +263,7 @@ class DynamicsNode(RobotNode):
         self._publish_command(plan, tau[plan.out], now)
 
     def _publish_command(self, plan: Plan, tau_out: np.ndarray, now: int) -> None:
+        tau_out = self._contact.command(plan, tau_out)
         command = np.clip(tau_out, -plan.effort_limit, plan.effort_limit)  # (output order)
         if not np.array_equal(command, tau_out):
             held = [plan.names[i] for i in np.flatnonzero(command != tau_out)]
@@ -334,6 +340,9 @@ class DynamicsNode(RobotNode):
         elif n_out == 0 and out_level == DiagnosticStatus.OK:
             out_level, out_text = DiagnosticStatus.WARN, "no joint states: publishing nothing"
         statuses.append(("outputs", out_level, out_text, out_values))
+        contact = self._contact.status(now, period)
+        if contact is not None:
+            statuses.append(contact)
 
         self._stats_reset(now)
         return self.diagnostic_array(statuses)

@@ -15,6 +15,7 @@ import numpy as np
 from .. import control
 from ..model import RobotModel
 from .parameters import MOTOR_PARAMETERS, Parameter, duplicates, float_list, name_list, require_joints, with_armature
+from .contact_plan import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, compile_contact
 from .safety import Plausibility, check_outputs_finite, given_limits
 
 __all__ = ["COMMAND_SOURCES", "PARAMETERS", "TOPICS", "Desired", "Plan", "Settings", "coerce_setting",
@@ -45,6 +46,15 @@ class Settings:
     max_position_error: float = 0.0
     motor_joint_names: tuple = ()
     armature: tuple = ()
+    external_torque_enabled: bool = False  # contact_plan.CONTACT_PARAMETERS, from here on
+    external_torque_gain: float = CONTACT_PARAMETERS[1].default
+    external_torque_frame: str = ""
+    external_torque_friction: bool = False
+    external_torque_effort_sign: tuple = (1.0,)
+    collision_thresholds: tuple = ()
+    collision_release: float = CONTACT_PARAMETERS[6].default
+    collision_min_duration: float = CONTACT_PARAMETERS[7].default
+    collision_reaction: str = "none"
 
 
 _D = Settings()
@@ -84,6 +94,7 @@ PARAMETERS = (
               "computed command follows, rad or m; beyond it effort_command holds gravity instead. 0 = no "
               "limit.", "double", low=0.0, high=1.0e3),
     *MOTOR_PARAMETERS,
+    *CONTACT_PARAMETERS,
 )
 
 #: (topic, type, direction, what) for --help
@@ -97,12 +108,15 @@ TOPICS = (
     ("computed_torques", "sensor_msgs/JointState", "out", "effort = M(q) (qdd_d + kd e' + kp e) + h(q, qd)"),
     ("mass_matrix", "std_msgs/Float64MultiArray", "out", "M(q), row-major, dims rows/cols"),
     ("effort_command", "std_msgs/Float64MultiArray", "out", "the command_source torques"),
+    *CONTACT_TOPICS,
     ("/diagnostics", "diagnostic_msgs/DiagnosticArray", "out", "model, inputs, outputs, once a second"),
 )
 
 
 def coerce_setting(field: str, value):
     """Parameter value -> Settings field value; ValueError (the reason) when invalid."""
+    if field.startswith(("external_torque_", "collision_")):
+        return coerce_contact(field, value)
     param = field.replace("payload_", "payload.")
     if field in ("gravity", "payload_com"):
         return float_list(param, value, 3)
@@ -166,6 +180,7 @@ class Plan:
     desired_timeout_ns: int
     plausibility: Plausibility  # the joint states believed
     effort_limit: np.ndarray  # per output joint, inf where the URDF gives none: effort_command's bounds
+    contact: object = None  # contact_plan.ContactPlan: external torques and collisions (None: off)
 
 
 def compile_plan(base: RobotModel, s: Settings) -> Plan:
@@ -199,6 +214,7 @@ def compile_plan(base: RobotModel, s: Settings) -> Plan:
         kp=gains["kp"], kd=gains["kd"], continuous=continuous, mimic=mimic,
         state_timeout_ns=int(s.state_timeout * 1e9), desired_timeout_ns=int(s.desired_timeout * 1e9),
         plausibility=Plausibility(model), effort_limit=given_limits(model.effort_limits)[out],
+        contact=compile_contact(model, out, s),
     )
 
 

@@ -17,6 +17,7 @@ from ..simulation import DEFAULT_FRICTION_VELOCITY, INTEGRATORS
 from ..elastic import stiffness_vector
 from .parameters import MOTOR_PARAMETERS, Parameter, bounded_float, float_list, motor_values, name_list, require_joints, with_armature
 from .safety import Plausibility, check_outputs_finite
+from .simulator_contact import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, contact_model
 
 __all__ = ["ON_COMMAND_TIMEOUT", "PARAMETERS", "SERVICES", "TOPICS", "Plan", "Settings", "coerce_setting", "compile_plan", "configure"]
 
@@ -50,6 +51,12 @@ class Settings:
     motor_joint_names: tuple = ()
     armature: tuple = ()
     joint_stiffness: tuple = ()
+    contact_planes: tuple = ()
+    contact_links: tuple = ()
+    contact_spheres: tuple = ()
+    contact_stiffness: float = CONTACT_PARAMETERS[3].default
+    contact_damping: float = CONTACT_PARAMETERS[4].default
+    contact_friction: float = 0.0
 
 
 _D = Settings()
@@ -95,6 +102,7 @@ PARAMETERS = (
     Parameter("joint_stiffness", [], "Elastic joints (Spong Ex. 6.2): the gears' stiffness per motor_joint_names "
               "entry, N m/rad (N/m), > 0 for every joint, each with a positive armature; empty = rigid joints. "
               "The effort command is then the motor torque, and motor_states carries the motors."),
+    *CONTACT_PARAMETERS,
 )
 
 #: (topic, type, direction, what) for --help
@@ -108,6 +116,7 @@ TOPICS = (
      "q_joint = E q + o, qd_joint = E qd, effort 0"),
     ("motor_states", "sensor_msgs/JointState", "out", "with joint_stiffness: motor position and velocity "
      "(link side), applied motor torque, of the coordinates, stamped as joint_states"),
+    *CONTACT_TOPICS,
     ("/clock", "rosgraph_msgs/Clock", "out", "simulated time, with publish_clock"),
     ("/diagnostics", "diagnostic_msgs/DiagnosticArray", "out", "model and simulation, once a second"),
 )
@@ -119,6 +128,8 @@ SERVICES = (
 
 def coerce_setting(name: str, value):
     """Parameter value -> Settings field value; ValueError (the reason) when invalid."""
+    if name.startswith("contact_"):
+        return coerce_contact(name, value)
     if name == "gravity":
         return float_list(name, value, 3, strict=False)
     if name in ("joints", "initial_joint_names", "motor_joint_names"):
@@ -164,6 +175,7 @@ class Plan:
     q0: np.ndarray             # the initial (and reset) state, model order
     qd0: np.ndarray
     stiffness: tuple           # K of the elastic joints (model order); (): rigid joints
+    contact: object            # robot_dynamics.contact.ContactModel (empty: nothing touches)
     notes: tuple               # warnings worth logging once (e.g. an initial position beyond a limit)
 
     def joint_state(self, q, qd, effort):
@@ -223,6 +235,7 @@ def compile_plan(base: RobotModel, s: Settings) -> Plan:
     if implausible:
         raise ValueError(f"initial state not plausible: {implausible}")
     check_outputs_finite(model, f"gravity {list(s.gravity)}")
+    contact = contact_model(model, s, s.friction_velocity)
     notes = tuple(
         f"initial position of {model.joint_names[i]} ({q0[i]:g}) is outside its limits "
         f"[{lower[i]:g}, {upper[i]:g}]: the limit will push it back"
@@ -230,14 +243,16 @@ def compile_plan(base: RobotModel, s: Settings) -> Plan:
     )
     return Plan(base=base, model=model, settings=s, command_index=command_index, command_names=tuple(command_names),
                 state_index=state_index, state_names=state_names, coupled_map=coupled_map, index=index, q0=q0, qd0=qd0, stiffness=stiffness,
-                notes=notes)
+                contact=contact, notes=notes)
 
 
-def configure(simulator, s: Settings) -> None:
-    """Set ``simulator``'s integrator, friction and limit switches from the settings."""
+def configure(simulator, s: Settings, contact=None) -> None:
+    """Set ``simulator``'s integrator, friction and limit switches (and ``contact``, when given) from the settings."""
     simulator.integrator = s.integrator
     simulator.apply_damping = s.apply_damping
     simulator.apply_friction = s.apply_friction
     simulator.friction_velocity = s.friction_velocity
     simulator.enforce_effort_limits = s.enforce_effort_limits
     simulator.enforce_position_limits = s.enforce_position_limits
+    if contact is not None:
+        simulator.contact = contact
