@@ -10,7 +10,7 @@ Subcommands::
     robot-dynamics excite URDF --duration S --output FILE
                                                   an excitation trajectory for identification
     robot-dynamics identify RECORDING --urdf URDF a calibrated URDF (and payload) from a recording
-    robot-dynamics bench [core|node|simulator|scaling] [OPTIONS]
+    robot-dynamics bench [core|node|simulator|scaling|contact] [OPTIONS]
                                                   the benchmarks (core, node and simulator need the
                                                   test extra; scaling needs matplotlib for its plot)
 
@@ -36,7 +36,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 PROG = "robot-dynamics"
-BENCHMARKS = ("core", "node", "simulator", "scaling")
+BENCHMARKS = ("core", "node", "simulator", "scaling", "contact")
 INERTIA_SAMPLES, INERTIA_SEED = 1000, 0  # info's bounds on M(q): seeded configurations within the limits
 
 
@@ -422,9 +422,9 @@ def build_parser():
     add_identify_arguments(commands.add_parser("identify", help="identified URDF, friction and payload from a "
                                                "joint_states recording (rosbag2 or CSV)"))
 
-    bench = commands.add_parser("bench", help="run the benchmarks (core, node, simulator, scaling)")
+    bench = commands.add_parser("bench", help="run the benchmarks (core, node, simulator, scaling, contact)")
     bench.add_argument("which", nargs="*", metavar="WHICH",
-                       help="core, node, simulator, scaling or all (default all); any further options "
+                       help="core, node, simulator, scaling, contact or all (default all); any further options "
                             "(e.g. --duration 10) go to each benchmark; robot-dynamics bench WHICH --help lists them")
     return parser
 

@@ -59,7 +59,7 @@ import numpy as np
 
 from .control import friction_torque
 from .kernels import (
-    FLOAT64, POSE_COLUMNS, ZERO3, add_joint_force, as_states, finite, inertia, jacobian_column, joint_poses, joint_rate,
+    FLOAT64, POSE_COLUMNS, ZERO3, add_joint_force, as_states, cholesky_solve, finite, inertia, jacobian_column, joint_poses, joint_rate,
     matching, point_in_world, pose, store, unbatch, vec, world_poses,
 )
 from .kinematics import jacobian
@@ -186,11 +186,15 @@ def _residual_step(gain, h, r, p, p_last, tau_m, beta, beta_last):
 
 @njit
 def _wrench(J, r, damping, wrench):
-    """``F = (J J^T + lambda^2 I)^-1 J r`` into ``wrench`` (6,): the damped least-squares solution of ``J^T F = r``."""
-    A = J @ J.T
+    """``F = (J J^T + lambda^2 I)^-1 J r`` into ``wrench`` (6,): the damped least-squares solution of ``J^T F = r``,
+    by a Cholesky solve (``J J^T + lambda^2 I`` is positive definite)."""
+    A = np.empty((6, 6))
     for a in range(6):
+        wrench[a] = np.dot(J[a], r)
+        for b in range(a + 1):
+            A[a, b] = A[b, a] = np.dot(J[a], J[b])
         A[a, a] += damping * damping
-    wrench[:] = np.linalg.solve(A, J @ r)
+    cholesky_solve(A, wrench)
 
 
 @njit
@@ -198,13 +202,13 @@ def _observe(topology, bodies, gravity, armature, friction, eps, gain, damping, 
              q, qd, tau_m, h, scratch, memory, J, wrench):
     """One sample: the terms of the new state, friction, the residual step (``h > 0``; ``h < 0`` starts
     over) and the wrench.  ``memory`` rows: ``r``, ``p``, ``beta`` of the last sample (``beta`` with
-    friction).  Returns False, changing nothing, if ``q``, ``qd`` or ``tau_m`` is not finite."""
+    friction), and room for the new ``p`` and ``beta``.  Returns False, changing nothing, if ``q``, ``qd`` or ``tau_m`` is not finite, and False
+    after the step if ``r`` or the wrench is not (an overflow: the caller starts over)."""
     n = q.shape[0]
     q_row, qd_row, tau_row = q.reshape(1, n), qd.reshape(1, n), tau_m.reshape(1, n)
     if not (finite(q_row, 0) and finite(qd_row, 0) and finite(tau_row, 0)):
         return False
-    r, p_last, beta_last = memory[0], memory[1], memory[2]
-    p, beta = np.empty(n), np.empty(n)
+    r, p_last, beta_last, p, beta = memory[0], memory[1], memory[2], memory[3], memory[4]
     _momentum_terms(topology, bodies, gravity, armature, q_row, qd_row, 0, scratch, p, beta, body, point, J)
     for c in range(n):
         beta[c] -= friction_torque(friction[0, c], friction[1, c], eps, qd[c])
@@ -216,7 +220,7 @@ def _observe(topology, bodies, gravity, armature, friction, eps, gain, damping, 
     beta_last[:] = beta
     if body >= 0:
         _wrench(J, r, damping, wrench)
-    return True
+    return finite(memory, 0) and (body < 0 or finite(wrench.reshape(1, 6), 0))
 
 
 def tip_frame(model):
@@ -272,7 +276,7 @@ class MomentumObserver:
             found = model.frames[frame]
             self._body, self._point = int(found.body), tuple(float(x) for x in found.pose[:3, 3])
         self._scratch = _scratch(model.topology.shape[0])
-        self._memory = np.zeros((3, n))
+        self._memory = np.zeros((5, n))
         self._J, self._wrench = np.zeros((6, n)), np.full(6, np.nan)
         self._time = None
         self._shape = (n,)
@@ -290,8 +294,9 @@ class MomentumObserver:
 
     @property
     def wrench(self):
-        """The last wrench estimate ``[moment; force]`` at :attr:`frame` (a copy; NaN before a sample or without a frame)."""
-        return self._wrench.copy()
+        """The last wrench estimate ``[moment; force]`` at :attr:`frame` (NaN before a sample or without a frame;
+        the observer's own array, overwritten by the next sample)."""
+        return self._wrench
 
     @property
     def jacobian(self):
@@ -312,7 +317,9 @@ class MomentumObserver:
                         self.damping, self._body, self._point, q, qd, tau_m, h, self._scratch, self._memory,
                         self._J, self._wrench):
             bad = [name for name, x in (("q", q), ("qd", qd), ("tau_m", tau_m)) if not np.isfinite(x).all()]
-            raise ValueError(f"{' and '.join(bad)} not finite")
+            if not bad:
+                self.reset()
+            raise ValueError(f"{' and '.join(bad or ['the residual'])} not finite")
         self._time = t
         return self._memory[0].copy()
 

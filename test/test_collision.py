@@ -49,7 +49,7 @@ def run(panda, seconds, wrench_at=None, wrench=None, swing=0.0, thresholds=0.5, 
         residuals.append(r)
         flags.append(detector.active)
         truths.append(rd.jacobian(panda, sim.q, "panda_hand").T @ wrench if applied else np.zeros(7))
-        wrenches.append(observer.wrench)
+        wrenches.append(observer.wrench.copy())
     return np.array(times), np.array(residuals), np.array(flags), np.array(truths), np.array(wrenches)
 
 

@@ -102,11 +102,11 @@ def test_20_N_at_the_tool_is_estimated_as_torques_and_as_a_wrench(loop, model):
     force = np.array([12.0, -10.0, 12.5])
     send_wrench(loop["wrench"], force)
     time.sleep(1.0)  # 50 observer time constants
-    msg = loop["torques"].messages[-1]
+    states = {(m.header.stamp.sec, m.header.stamp.nanosec): m for m in loop["states"].messages[-2000:]}
+    msg, state = next((m, states[(m.header.stamp.sec, m.header.stamp.nanosec)])
+                      for m in reversed(loop["torques"].messages[-200:])
+                      if (m.header.stamp.sec, m.header.stamp.nanosec) in states)  # the state it was computed from
     assert list(msg.name) == list(model.joint_names)
-    stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
-    state = next(m for m in reversed(loop["states"].messages)
-                 if (m.header.stamp.sec, m.header.stamp.nanosec) == stamp)  # the state it was computed from
     q = by_name(state, model.joint_names)
     truth = rd.jacobian(model, q, "panda_hand").T @ np.concatenate((np.zeros(3), force))
     r = np.array(msg.effort)
@@ -127,28 +127,30 @@ def test_a_30_N_step_is_a_collision_and_the_reaction_holds_gravity_until_reset(l
     t0 = time.monotonic()
     send_wrench(loop["wrench"], (0.0, 30.0, 0.0))
     loop["flags"].wait_for(lambda m: m.data, timeout=5.0, what="collision true", since=t0)
-    loop["dynamics"].wait_log("collision at t =")
-    assert "beyond collision.thresholds" in loop["dynamics"].log()
-    # effort_command is now the gravity hold of the measured state, not the computed torque
-    t1 = time.monotonic()
-    loop["commands"].wait_for(lambda m: True, since=t1, what="effort_command after the collision")
-    time.sleep(0.2)
-    state = loop["states"].messages[-1]
-    command = np.array(loop["commands"].messages[-1].data)
-    g = rd.gravity_torques(model, by_name(state, model.joint_names))
-    assert np.abs(command - g).max() < 0.5, (command, g)  # the arm sags under 30 N: only gravity, no servo
     refused = harness.call(Trigger, f"{DYNAMICS}/reset_collision", Trigger.Request())
     assert not refused.success and "still beyond" in refused.message
+    t1 = time.monotonic()
+    send_wrench(loop["wrench"], (0, 0, 0))  # the arm floats free under the gravity hold (the simulator has no damping)
+    loop["flags"].wait_for(lambda m: not m.data, timeout=5.0, what="collision false", since=t1)
+    log = loop["dynamics"].wait_log("collision over at t =")
+    assert "beyond collision.thresholds; reaction gravity" in log and "peak |external torque|" in log
+    # the collision is over, the reaction holds: effort_command is the gravity hold of the measured state
     t2 = time.monotonic()
-    send_wrench(loop["wrench"], (0, 0, 0))
-    loop["flags"].wait_for(lambda m: not m.data, timeout=5.0, what="collision false", since=t2)
+    loop["commands"].wait_for(lambda m: True, since=t2, what="effort_command after the collision")
+    for _ in range(3):
+        command, state = np.array(loop["commands"].messages[-1].data), loop["states"].messages[-1]
+        g = rd.gravity_torques(model, by_name(state, model.joint_names))
+        if np.abs(command - g).max() < 0.1:
+            break
+        time.sleep(0.05)
+    assert np.abs(command - g).max() < 0.1, (command, g)  # (the state and command a message or two apart)
     released = harness.call(Trigger, f"{DYNAMICS}/reset_collision", Trigger.Request())
     assert released.success and "released" in released.message
     t3 = time.monotonic()
-    time.sleep(1.5)  # computed torque again: back home
+    time.sleep(3.0)  # computed torque again: back home
     state = loop["states"].messages[-1]
     assert loop["states"].times[-1] > t3
-    np.testing.assert_allclose(by_name(state, model.joint_names), HOME, atol=2e-3)
+    np.testing.assert_allclose(by_name(state, model.joint_names), HOME, atol=5e-3)
 
 
 @pytest.fixture(scope="module")

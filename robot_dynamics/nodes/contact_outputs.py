@@ -19,9 +19,8 @@ from std_srvs.srv import Trigger
 
 import robot_dynamics as rd
 
-from .contact_messages import wrench_stamped
+from .contact_messages import EffortWriter, WrenchWriter
 from .contact_plan import CollisionDetector, EffortTracker, stamp_seconds
-from .converters import as_float_array
 from .parameters import Rejected
 from .safety import cut
 
@@ -65,8 +64,9 @@ class ContactOutputs:
             self._publishers = (node.create_publisher(JointState, "external_torques", OUTPUT_QOS),
                                 node.create_publisher(WrenchStamped, "external_wrench_estimate", OUTPUT_QOS),
                                 node.create_publisher(Bool, "collision", LATCHED_QOS))
-        self._torques = JointState()
-        self._torques.name = plan.names
+        self._unsigned = bool((contact.sign == 1.0).all())
+        self._torques = EffortWriter(plan.names)
+        self._wrench = WrenchWriter(contact.frame)
         s = contact.settings
         if s.collision_reaction == "gravity" and s.command_source == "none":
             self.node.get_logger().warn("collision.reaction gravity: command_source is none, so there is no "
@@ -96,28 +96,22 @@ class ContactOutputs:
             self.node.problem("external_torque", cut("no external torques: " + missing), now, DiagnosticStatus.WARN)
             self._observer.reset()  # the torque over the gap is unknown: start over once it is back
             return
-        t = stamp_seconds(stamp, now)
+        sec, nanosec = stamp.sec, stamp.nanosec
+        t = stamp_seconds(sec, nanosec, now)
+        effort = self._efforts.effort if self._unsigned else self.plan.sign * self._efforts.effort
         try:
-            r = self._observer.update(t, state.q, state.qd, self.plan.sign * self._efforts.effort)
+            r = self._observer.update(t, state.q, state.qd, effort)
         except ValueError as exc:
             self.node.problem("external_torque", cut(f"no external torques: {exc}"), now)
             self._observer.reset()
             return
-        wrench = self._observer.wrench
-        if not (np.isfinite(r).all() and np.isfinite(wrench).all()):
-            self.node.problem("external_torque", "no external torques: not finite", now)
-            self._observer.reset()
-            return
-        out = plan.out
         torques_pub, wrench_pub, _ = self._publishers
-        msg = self._torques
-        msg.header.stamp = stamp
-        msg.effort = as_float_array(r[out])
-        torques_pub.publish(msg)
-        wrench_pub.publish(wrench_stamped(self.plan.frame, wrench, stamp))
+        r_out = r if plan.full else r[plan.out]
+        torques_pub.publish(self._torques.serialize(sec, nanosec, r_out))
+        wrench_pub.publish(self._wrench.serialize(sec, nanosec, self._observer.wrench))
         self._n_published += 1
         if self._detector is not None:
-            self._detect(plan, t, r[out], now)
+            self._detect(plan, t, r_out, now)
 
     def _detect(self, plan, t: float, residual: np.ndarray, now: int) -> None:
         detector = self._detector

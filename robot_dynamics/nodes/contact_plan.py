@@ -171,6 +171,10 @@ class EffortTracker:
             self._maps[key] = found
         src, dst = found
         values = np.asarray(effort, dtype=float)[src]
+        if math.isfinite(values.sum()):  # the common case, one test (a NaN or inf makes the sum non-finite)
+            self.effort[dst] = values
+            self.effort_ns[dst] = now_ns
+            return
         good = np.isfinite(values)
         self.effort[dst[good]] = values[good]
         self.effort_ns[dst[good]] = now_ns
@@ -179,6 +183,8 @@ class EffortTracker:
 
     def missing(self, limit_ns: int, names) -> str:
         """Which efforts are missing or older than ``limit_ns`` ('' when all are fresh)."""
+        if self.effort_ns.min() >= limit_ns:
+            return ""
         never = [names[i] for i in np.flatnonzero(self.effort_ns <= self.NEVER)]
         stale = [names[i] for i in np.flatnonzero((self.effort_ns < limit_ns) & (self.effort_ns > self.NEVER))]
         parts = ([f"effort never received for {never}"] if never else []) + (
@@ -222,7 +228,7 @@ class CollisionDetector:
         self.active, self._since = False, None
 
 
-def stamp_seconds(stamp, now_ns: int) -> float:
+def stamp_seconds(sec: int, nanosec: int, now_ns: int) -> float:
     """A header stamp in seconds; the receive time when the publisher left it zero."""
-    seconds = stamp.sec + stamp.nanosec * 1e-9
+    seconds = sec + nanosec * 1e-9
     return seconds if seconds > 0 and math.isfinite(seconds) else now_ns * 1e-9

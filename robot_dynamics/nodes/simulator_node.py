@@ -45,7 +45,7 @@ from robot_dynamics.simulation import SimulationError, Simulator
 
 from .base import RobotNode
 from .cdr import JointStateWriter
-from .contact_messages import wrench_stamped
+from .contact_messages import WrenchWriter
 from .converters import stamp_of
 from .description import steady_timer
 from .parameters import Rejected
@@ -295,8 +295,8 @@ class SimulatorNode(RobotNode):
         if plan.contact.enabled:
             if self._contact_pub is None:
                 self._contact_pub = self.create_publisher(WrenchStamped, "contact_wrenches", OUTPUT_QOS)
-            for message in contact_messages(sim.contact_wrenches(), stamp_of(ns)):
-                self._contact_pub.publish(message)
+            for link, wrench in sim.contact_wrenches().items():
+                self._contact_pub.publish(WrenchWriter(link).serialize(sec, nanosec, wrench))
         if self._settings.publish_clock:
             if self._clock_pub is None:
                 self._clock_pub = self.create_publisher(Clock, "/clock", OUTPUT_QOS)
@@ -341,11 +341,6 @@ class SimulatorNode(RobotNode):
         self._stats_wall = now
         self._n_steps = self._n_published = self._n_rejected = 0
         return self.diagnostic_array(statuses)
-
-
-def contact_messages(wrenches: dict, stamp) -> list:
-    """One WrenchStamped per touching link: ``frame_id`` the link, ``[moment; force]`` as the simulator gives them."""
-    return [wrench_stamped(link, wrench, stamp) for link, wrench in wrenches.items()]
 
 
 def main(args=None):
