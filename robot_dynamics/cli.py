@@ -10,6 +10,8 @@ Subcommands::
     robot-dynamics excite URDF --duration S --output FILE
                                                   an excitation trajectory for identification
     robot-dynamics identify RECORDING --urdf URDF a calibrated URDF (and payload) from a recording
+    robot-dynamics external-torques RECORDING --urdf URDF
+                                                  the momentum observer's residual over a recording
     robot-dynamics bench [core|node|simulator|scaling|contact] [OPTIONS]
                                                   the benchmarks (core, node and simulator need the
                                                   test extra; scaling needs matplotlib for its plot)
@@ -75,6 +77,7 @@ COMMAND_KERNELS = {
     "excite": (("dynamics_node", "library"), "about 11 s"),
     "identify": (("dynamics_node", "library"), "about 11 s"),
     "demo": (("dynamics_node", "simulator"), "about 10 s"),  # the nodes': compiled once here, not by each at once
+    "external-torques": (("dynamics_node",), "about 6 s"),
 }
 
 
@@ -422,6 +425,11 @@ def build_parser():
     add_identify_arguments(commands.add_parser("identify", help="identified URDF, friction and payload from a "
                                                "joint_states recording (rosbag2 or CSV)"))
 
+    from .tools.external_torques import add_arguments as add_external_torques_arguments
+    add_external_torques_arguments(commands.add_parser(
+        "external-torques", help="the momentum observer's external torques over a joint_states recording (rosbag2 or "
+        "CSV): residual per joint, RMS, peak, suggested collision thresholds"))
+
     bench = commands.add_parser("bench", help="run the benchmarks (core, node, simulator, scaling, contact)")
     bench.add_argument("which", nargs="*", metavar="WHICH",
                        help="core, node, simulator, scaling, contact or all (default all); any further options "
@@ -478,6 +486,17 @@ def _dispatch(args):
             raise CLIError(f"unknown benchmark {unknown[0]!r} (choose from {', '.join(BENCHMARKS)}, all)")
         names = BENCHMARKS if not args.which or "all" in args.which else tuple(dict.fromkeys(args.which))
         return run_benchmarks(names, args.benchmark_options)
+
+    if args.command == "external-torques":
+        from .tools import external_torques
+
+        model, _, load_warnings = load_model(args.urdf, args.command)
+        for warning in load_warnings:
+            sys.stderr.write(f"warning: {warning}\n")
+        try:
+            return external_torques.run(args, model, out, sys.stderr)
+        except external_torques.ERRORS as error:
+            raise CLIError(str(error)) from None
 
     if args.command in ("excite", "identify"):
         from .identification import commands
