@@ -16,13 +16,14 @@ a trajectory of 10 000 states run the same code.  Mimic joints follow their coor
 import numba
 import numpy as np
 
+from .batches import as_states, matching, unbatch
 from .kernels import (
-    POSE_COLUMNS, ZERO3, add_joint_pair, as_states, composite_rigid_body, external_torques, finite,
-    forward_state, inertia, jacobian_column, joint_poses, joint_rate, matching, newton_euler, pose, store,
-    unbatch, vec, workspace, world_poses,
+    POSE_COLUMNS, ZERO3, add_joint_pair, composite_rigid_body, finite, forward_state, inertia, jacobian_column,
+    joint_poses, joint_rate, newton_euler, pose, store, vec, workspace, world_poses,
 )
 from .model import MASS, PARENT
 from .spatial import add, force_cross_matrix, inertia_to_parent, motion_cross, scale, spatial_inertia_matrix
+from .wrenches import external_torques
 
 njit = numba.njit(cache=True)
 # An absent qd/qdd for gravity: a global array is a compile-time constant to numba, so gravity's

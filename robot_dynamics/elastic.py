@@ -23,7 +23,7 @@ differences.
 import numpy as np
 
 from .dynamics import forward_dynamics
-from .kernels import as_states, matching as _matching, unbatch as _unbatch
+from .batches import as_states, matching as _matching, unbatch as _unbatch
 from .model import INERTIAL_PARAMETERS, KIND, ORIGIN_P, ORIGIN_R, PARENT, REVOLUTE, SCREW
 
 ORDER = 3

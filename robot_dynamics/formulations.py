@@ -25,7 +25,7 @@ D'Alembert's chains.
 import numpy as np
 
 from .dynamics import mass_matrix
-from .kernels import as_states
+from .batches import as_states
 from .kinematics import _homogeneous
 from .model import FIRST_MOMENT, INERTIA, KIND, MASS, ORIGIN_P, ORIGIN_R, PARENT, REVOLUTE, SCREW
 from .spatial import spatial_inertia_matrix

@@ -24,7 +24,10 @@ except ImportError:  # not POSIX: saves go unlocked, as numba's own
     fcntl = None
 
 #: the modules with compiled (``cache=True``) functions, all in this directory
-COMPILED_MODULES = ("control", "dynamics", "kernels", "kinematics", "regressor", "simulation", "spatial")
+COMPILED_MODULES = (
+    "cholesky", "contact", "control", "dynamics", "equations_of_motion", "integrators", "kernels", "kinematics",
+    "observer", "regressor", "spatial", "wrenches",
+)
 FINGERPRINT_FILE = "robot_dynamics-sources.sha256"
 #: written by :func:`write_compiled_stamp` once a warm-up part has compiled; dropped with the kernels
 COMPILED_STAMP = "robot_dynamics-compiled-{part}"

@@ -2,7 +2,8 @@
 
 Each kernel walks the model's flat ``topology``/``bodies`` arrays (``model.py``) body by body,
 parents before children, on one state ``k`` of a ``(count, n)`` batch; the batch loops live in
-the modules above.  This module imports only ``model.py`` (column names) and ``spatial.py``.
+the modules above.  This module imports only ``model.py`` (column names), ``spatial.py`` and
+``cholesky.py``; the external wrenches' kernels are in ``wrenches.py``, the batch shapes in ``batches.py``.
 
 Coordinates and joints: a body's joint value is ``q_joint = sum_m factor_m q[master_m] + offset``,
 one row of ``q_joints = E q + o``; its rate is ``E qd`` and a joint force ``tau_joint`` reaches the
@@ -14,8 +15,6 @@ kernels reach coordinate space: after :func:`to_coordinates` in :func:`newton_eu
 of :func:`composite_rigid_body`.
 """
 
-import math
-
 import numba
 import numpy as np
 
@@ -23,6 +22,7 @@ from .model import (
     FIRST_FACTOR, FIRST_MASTER, FIRST_MOMENT, INERTIA, KIND, MASS, MASTERS, OFFSET, ORIGIN_P,
     ORIGIN_R, PARENT, REVOLUTE, SCREW,
 )
+from .cholesky import cholesky_solve
 from .spatial import (
     add, axis_angle, body_force, compose, cross, dot, force_to_parent, inertia_times, inertia_to_parent,
     motion_to_child, rotate, scale, sub,
@@ -31,7 +31,6 @@ from .spatial import (
 njit = numba.njit(cache=True)
 inline = numba.njit(cache=True, inline="always")
 
-FLOAT64 = np.dtype(np.float64)
 ZERO3 = (0.0, 0.0, 0.0)
 POSE_COLUMNS = 12  # a pose row: rotation (row-major), then origin
 _R, _P, _W, _U = ORIGIN_R.start, ORIGIN_P.start, SCREW.start, SCREW.start + 3
@@ -336,77 +335,7 @@ def composite_rigid_body(topology, bodies, armature, poses, composite, M):
         M[c, c] += armature[c]
 
 
-# ----------------------------------------------------------------------------- forward dynamics
-
-@njit
-def cholesky_factor(M):
-    """``M = L L^T`` in place (``L`` in the lower triangle; the upper one is left alone).
-
-    Returns -1, or the first index whose pivot is not positive (``M`` singular there).
-    """
-    n = M.shape[0]
-    largest = 0.0
-    for j in range(n):
-        largest = max(largest, M[j, j])
-    for j in range(n):
-        pivot = M[j, j]
-        for c in range(j):
-            pivot -= M[j, c] * M[j, c]
-        if pivot <= 1e-12 * largest or pivot <= 0.0:
-            return j
-        M[j, j] = math.sqrt(pivot)
-        for r in range(j + 1, n):
-            value = M[r, j]
-            for c in range(j):
-                value -= M[r, c] * M[j, c]
-            M[r, j] = value / M[j, j]
-    return -1
-
-
-@njit
-def cholesky_substitute(L, b):
-    """Solve ``L L^T x = b`` in place, ``L`` from :func:`cholesky_factor`."""
-    n = L.shape[0]
-    for r in range(n):  # L y = b
-        value = b[r]
-        for c in range(r):
-            value -= L[r, c] * b[c]
-        b[r] = value / L[r, r]
-    for r in range(n - 1, -1, -1):  # L^T x = y
-        value = b[r]
-        for c in range(r + 1, n):
-            value -= L[c, r] * b[c]
-        b[r] = value / L[r, r]
-
-
-@njit
-def cholesky_solve(M, b):
-    """Solve ``M x = b`` in place by Cholesky ``M = L L^T`` (never forming ``M^-1``); ``M`` is overwritten.
-
-    Returns -1, or the first index whose pivot is not positive (``M`` singular there).
-    """
-    singular = cholesky_factor(M)
-    if singular < 0:
-        cholesky_substitute(M, b)
-    return singular
-
-
-@njit
-def forward_state(topology, bodies, gravity, armature, q, qd, k, tau, scratch, composite, M, qdd):
-    """``qdd = M^-1 (tau - h)`` for state ``k`` into ``qdd``: Newton-Euler for the bias ``h = ID(q, qd, 0)``,
-    CRBA for ``M`` (rotors included), a Cholesky solve (Lynch & Park §9.5, eq. 9.89; Featherstone's method of HandC).
-
-    ``scratch`` is a :func:`workspace`.  Returns -1, or the first coordinate at which ``M`` is
-    singular.  Leaves the poses of state ``k`` in ``scratch[0]``.
-    """
-    newton_euler(topology, bodies, gravity, q, qd, qd[:0], k, scratch, qdd)
-    for c in range(qdd.shape[0]):
-        qdd[c] = tau[c] - qdd[c]
-    composite_rigid_body(topology, bodies, armature, scratch[0], composite, M)
-    return cholesky_solve(M, qdd)
-
-
-# ----------------------------------------------------------------------------- Jacobian columns, wrenches
+# ----------------------------------------------------------------------------- world frames, Jacobian columns
 
 @njit
 def point_in_world(world, body, point):
@@ -425,96 +354,18 @@ def jacobian_column(bodies, world, j, origin):
     return w, add(u, cross(w, sub(origin, p)))
 
 
-@njit
-def add_wrench_torques(topology, bodies, world, wrench_bodies, wrench_points, wrench_values, tau):
-    """``tau += sum_l J_l(q)^T F_l`` (the ``J^T F`` of Lynch & Park eq. 9.81) for the wrenches
-    ``F_l = [moment; force]`` in world-aligned axes, applied at ``wrench_points[l]`` of body
-    ``wrench_bodies[l]`` (-1: the fixed base, no effect); ``world`` holds the bodies' world poses."""
-    for l in range(wrench_bodies.shape[0]):
-        body = wrench_bodies[l]
-        if body < 0:
-            continue
-        origin = point_in_world(world, body, vec(wrench_points, l, 0))
-        moment, force = vec(wrench_values, l, 0), vec(wrench_values, l, 3)
-        j = body
-        while j >= 0:
-            angular, linear = jacobian_column(bodies, world, j, origin)
-            add_joint_force(topology, bodies, j, dot(angular, moment) + dot(linear, force), tau)
-            j = topology[j, PARENT]
-
+# ----------------------------------------------------------------------------- forward dynamics
 
 @njit
-def wrench_torques(topology, bodies, q, wrench_bodies, wrench_points, wrench_values):
-    """:func:`add_wrench_torques` for every state ``k`` of ``q``, wrenches ``wrench_values[k]``."""
-    count, n = q.shape
-    nb = topology.shape[0]
-    poses, world = np.empty((nb, POSE_COLUMNS)), np.empty((nb, POSE_COLUMNS))
-    tau = np.zeros((count, n))
-    for k in range(count):
-        if not finite(q, k):
-            raise ValueError("q contains NaN or inf")
-        joint_poses(topology, bodies, q, k, poses)
-        world_poses(topology, poses, world)
-        add_wrench_torques(topology, bodies, world, wrench_bodies, wrench_points, wrench_values[k], tau[k])
-    return tau
+def forward_state(topology, bodies, gravity, armature, q, qd, k, tau, scratch, composite, M, qdd):
+    """``qdd = M^-1 (tau - h)`` for state ``k`` into ``qdd``: Newton-Euler for the bias ``h = ID(q, qd, 0)``,
+    CRBA for ``M`` (rotors included), a Cholesky solve (Lynch & Park §9.5, eq. 9.89; Featherstone's method of HandC).
 
-
-def wrench_arrays(model, external_wrenches, count):
-    """``{link: [moment; force]}`` -> the kernels' ``(bodies, points, values)`` for ``count`` states.
-
-    A wrench is 6 values (the same for every state) or one row of 6 per state.  ValueError names
-    an unknown link or a wrench that is not 6 finite numbers (per state).
+    ``scratch`` is a :func:`workspace`.  Returns -1, or the first coordinate at which ``M`` is
+    singular.  Leaves the poses of state ``k`` in ``scratch[0]``.
     """
-    links = list(external_wrenches)
-    values = np.empty((count, len(links), 6))
-    for w, link in enumerate(links):
-        if link not in model.frames:
-            raise ValueError(f"external wrench on unknown link {link!r}: the links are the URDF's link names")
-        wrench = np.asarray(external_wrenches[link], dtype=float)
-        rows = wrench.reshape(-1, 6) if wrench.shape[-1:] == (6,) else None
-        if rows is None or rows.shape[0] not in (1, count) or not np.all(np.isfinite(rows)):
-            raise ValueError(f"the external wrench on {link!r} must be 6 finite numbers [moment; force] "
-                             f"(or one such row per state), got shape {wrench.shape}")
-        values[:, w] = rows
-    frames = [model.frames[link] for link in links]
-    bodies = np.array([frame.body for frame in frames], dtype=np.int64)
-    points = np.array([frame.pose[:3, 3] for frame in frames]).reshape(len(links), 3)
-    return bodies, points, values
-
-
-def external_torques(model, q, external_wrenches):
-    """``sum_l J_l(q)^T F_l`` for every state of the ``(count, n)`` batch ``q`` (world-aligned axes, link origin)."""
-    arrays = wrench_arrays(model, external_wrenches, q.shape[0])
-    return wrench_torques(*model._kernel_arrays[:2], q, *arrays)
-
-
-# ----------------------------------------------------------------------------- batches
-
-def as_states(model, value, name):
-    """``value`` as a C-contiguous float array of shape ``(count, n)`` and its batch shape.
-
-    Raises ValueError on a wrong length.  A single state already in the kernels' layout (the
-    1 kHz case) takes the short path: no conversion, no copy.
-    """
-    # (numpy's float64 dtype is one object: ``is`` and ``ndim``/``len`` are the cheapest exact tests)
-    if (type(value) is np.ndarray and value.dtype is FLOAT64 and value.ndim == 1 and len(value) == model.nv
-            and value.flags.c_contiguous):
-        return value[None], ()
-    array = np.asarray(value, dtype=np.float64)
-    shape = array.shape
-    if not shape or shape[-1] != model.nv:
-        raise ValueError(f"{name} must have {model.nv} values per state (model.joint_names order), got shape {shape}")
-    return np.ascontiguousarray(array.reshape(math.prod(shape[:-1]), model.nv)), shape[:-1]
-
-
-def matching(model, value, name, batch):
-    """:func:`as_states` of ``value``, which must have the batch shape ``batch`` (that of ``q``)."""
-    array, shape = as_states(model, value, name)
-    if shape != batch:
-        raise ValueError(f"{name} has batch shape {shape} but q has {batch}")
-    return array
-
-
-def unbatch(result, batch):
-    """Give a kernel's ``(count, ...)`` result the caller's batch shape."""
-    return result[0] if batch == () else result.reshape(batch + result.shape[1:])
+    newton_euler(topology, bodies, gravity, q, qd, qd[:0], k, scratch, qdd)
+    for c in range(qdd.shape[0]):
+        qdd[c] = tau[c] - qdd[c]
+    composite_rigid_body(topology, bodies, armature, scratch[0], composite, M)
+    return cholesky_solve(M, qdd)

@@ -10,9 +10,10 @@ import numba
 import numpy as np
 
 from .dynamics import mass_matrix
+from .batches import as_states, unbatch
 from .kernels import (
-    POSE_COLUMNS, as_states, finite, inertia, jacobian_column, joint_poses, newton_euler, point_in_world,
-    unbatch, vec, workspace, world_poses,
+    POSE_COLUMNS, finite, inertia, jacobian_column, joint_poses, newton_euler, point_in_world, vec, workspace,
+    world_poses,
 )
 from .model import FIRST_FACTOR, FIRST_MASTER, FIRST_MOMENT, MASS, MASTERS, PARENT
 from .spatial import dot, inertia_times

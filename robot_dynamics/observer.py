@@ -58,9 +58,11 @@ import numba
 import numpy as np
 
 from .control import friction_torque
+from .batches import FLOAT64, as_states, matching, unbatch
+from .cholesky import cholesky_solve
 from .kernels import (
-    FLOAT64, POSE_COLUMNS, ZERO3, add_joint_force, as_states, cholesky_solve, finite, inertia, jacobian_column, joint_poses, joint_rate,
-    matching, point_in_world, pose, store, unbatch, vec, world_poses,
+    POSE_COLUMNS, ZERO3, add_joint_force, finite, inertia, jacobian_column, joint_poses, joint_rate, point_in_world,
+    pose, store, vec, world_poses,
 )
 from .kinematics import jacobian
 from .model import FIRST_FACTOR, FIRST_MASTER, MASS, MASTERS, PARENT

@@ -9,9 +9,8 @@ rotor inertia (``model.armature``) of every coordinate, whose column of ``Y`` is
 import numba
 import numpy as np
 
-from .kernels import (
-    add_joint_force, as_states, finite, matching, newton_euler, pose, screw, unbatch, vec, workspace,
-)
+from .batches import as_states, matching, unbatch
+from .kernels import add_joint_force, finite, newton_euler, pose, screw, vec, workspace
 from .model import INERTIAL_PARAMETERS, PARENT
 from .spatial import body_force, dot, force_to_parent
 

@@ -48,24 +48,8 @@ step costs little more than its four evaluations of the forward dynamics.
     step, error-controlled to ``rtol``/``atol`` (defaults 1e-8, 1e-10).  Accurate but slow (a
     Python-level solver call per step); for reference runs, not for real time.
 
-Position limits.  A joint beyond a limit (penetration ``p > 0``, inward direction ``s = +-1``)
-is held by a one-sided, critically damped spring-damper written in acceleration space (a
-Baumgarte-stabilized unilateral constraint): the limit torques ``tau_A`` on the set ``A`` of
-joints beyond a limit are solved from ``(M^-1)_AA tau_A = s (w^2 p + 2 w dp/dt) - a_free,A``
-so that every such joint obeys exactly ``d2p/dt2 = -w^2 p - 2 w dp/dt``, whatever the robot's
-inertia, configuration or the other contacts; a joint whose torque would pull is released
-(the wall only pushes) and the rest solved again.  The natural frequency is tied to the step:
-``w h = LIMIT_OMEGA_STEP = 0.5`` (``w`` = 500 rad/s at 1 kHz).  The contact dynamics then have
-the double root ``-w``, inside the stability region of every integrator here (explicit Euler
-``|1 - w h| = 0.5``; semi-implicit Euler eigenvalues 0.75 and 0; RK4 ``R(-0.5) = 0.61``), so it
-never explodes, and the restoring acceleration grows without bound with ``p``, so a joint never
-passes through (no tunnelling).  Measured at 1 kHz: a joint arriving at ``v`` overshoots by
-about ``v / (e w)`` (7.4 mrad at 10 rad/s; explicit Euler about twice that), leaves the wall at
-about ``e^-2 v`` (restitution 0.14), and rests on the limit (``p -> 0``: no static
-penetration).  Explicit Euler alone keeps a joint that is pushed hard into a wall chattering
-within a few mrad of it (its position update lags one step); the other integrators come to
-rest.  Costs a mass matrix and a small solve per evaluation, only while a joint is beyond a
-limit.
+Position limits.  A joint beyond a limit is held by a one-sided, critically damped spring-damper
+tied to the step (``w h = LIMIT_OMEGA_STEP``): see :mod:`robot_dynamics.equations_of_motion`.
 
 Elastic joints (``joint_stiffness=K``; Spong Ex. 6.2 for every joint, :mod:`robot_dynamics.elastic`).
 The state grows by the motor angles ``theta`` reflected to the link side and their rates; the
@@ -91,35 +75,20 @@ velocity chatters inside the ``+-eps`` band instead of settling, but the frictio
 """
 
 import math
-from collections import namedtuple
 
-import numba
 import numpy as np
 
 from . import kinematics as _kinematics
-from .contact import ContactModel, add_contact_torques, contact_wrenches_at
-from .control import friction_torque
+from .contact import ContactModel, contact_wrenches_at
 from .elastic import elastic_energy, stiffness_vector
-from .kernels import (
-    add_wrench_torques, cholesky_solve, cholesky_substitute, forward_state, joint_poses, workspace, world_poses, wrench_arrays,
-)
-
-njit = numba.njit(cache=True)
-
-LIMIT_OMEGA_STEP = 0.5
-"""Natural frequency of the position-limit contact times the integration step (``w h``)."""
-
-DEFAULT_FRICTION_VELOCITY = 0.01
-"""``eps`` of the smoothed Coulomb friction ``F_c tanh(qd / eps)``, rad/s or m/s."""
+from .equations_of_motion import DEFAULT_FRICTION_VELOCITY, LIMIT_OMEGA_STEP, Physics
+from .integrators import BAD_COMMAND, DERIVATIVE, EULER, NON_FINITE, RK4, SEMI_IMPLICIT_EULER, step as compiled_step
+from .wrenches import wrench_arrays
 
 ADAPTIVE_EVALUATIONS = 20_000
 """Most right-hand-side evaluations the adaptive integrator may spend on one step (a regular 1 ms
 step of Panda-7 takes 12-40): beyond, an absurd state (joint speeds of 1e200) would keep
 ``solve_ivp`` shrinking its step for minutes, freezing the node."""
-
-EULER, SEMI_IMPLICIT_EULER, RK4 = 0, 1, 2
-DERIVATIVE = 3  # not a step: the right-hand side dx/dt = (qd, a) alone, which the adaptive integrator integrates
-OK, BAD_COMMAND, NON_FINITE = -1, -2, -3  # what a compiled step returns besides a singular joint's index
 
 #: integrator name -> (code of the compiled step, the instants of the step, as fractions of ``h``,
 #: at which its stages evaluate the command); the adaptive integrator runs in scipy instead.
@@ -130,263 +99,6 @@ _COMPILED = {
 }
 INTEGRATORS = (*_COMPILED, "adaptive")
 """The integrator names, see the module docstring."""
-
-Physics = namedtuple("Physics", [
-    "topology", "bodies", "gravity",                   # the model's kernel arrays
-    "armature",                                        # the rotors' reflected inertia (zeros when elastic: the motors')
-    "damping", "friction", "friction_velocity",        # B, F_c (zeros where switched off), eps
-    "lower", "upper", "omega",                         # position limits (+-inf: none or switched off), w
-    "wrench_bodies", "wrench_points", "wrench_values",  # external wrenches (kernels.wrench_arrays)
-    "motors",                                          # elastic joints: rows K, J, B_m; (3, 0) for rigid joints
-    "contact_bodies", "contact_sites", "contact_planes", "contact_constants",  # contact.ContactModel.arrays
-])
-Physics.__doc__ = """Everything the compiled right-hand side ``a(q, qd, tau_cmd)`` reads besides the state, for one step.
-
-The kernels receive it as a plain tuple (numba unboxes a named tuple 1.5 us slower, on every
-step) and unpack it in this order."""
-
-
-# --------------------------------------------------------------------------- the right-hand side
-
-@njit
-def _limit_correction(L, q, qd, free, lower, upper, omega):
-    """``M^-1[:, A] tau_A``: the acceleration the position limits add (module docstring, "Position limits").
-
-    ``L`` holds the Cholesky factor of ``M`` (``M = L L^T``) that the forward solve left.
-
-    For the joints ``A`` beyond a limit (penetration ``p``, inward direction ``s``) the limit
-    torques make ``qdd_A = s (w^2 p + 2 w dp/dt)``: ``(M^-1)_AA tau_A = s (w^2 p + 2 w dp/dt) - free_A``,
-    where ``free`` is the acceleration without them; a joint whose torque would pull is released
-    and the rest solved again.
-    """
-    n = q.shape[0]
-    joints = np.empty(n, dtype=np.int64)
-    inward = np.empty(n)
-    target = np.empty(n)
-    count = 0
-    for i in range(n):
-        if q[i] < lower[i]:
-            depth, rate, side = lower[i] - q[i], -qd[i], 1.0
-        elif q[i] > upper[i]:
-            depth, rate, side = q[i] - upper[i], qd[i], -1.0
-        else:
-            continue
-        joints[count], inward[count] = i, side
-        target[count] = side * (omega * omega * depth + 2.0 * omega * rate)
-        count += 1
-    out = np.zeros(n)
-    if count == 0:
-        return out
-    columns = np.zeros((count, n))  # columns A of M^-1 (one per row here), by substitution (never an inverse)
-    for k in range(count):
-        columns[k, joints[k]] = 1.0
-        cholesky_substitute(L, columns[k])
-    rows = np.empty(count, dtype=np.int64)  # the contacts still held, ascending: the first m of them
-    for a in range(count):
-        rows[a] = a
-    for m in range(count, 0, -1):
-        W = np.empty((m, m))
-        rhs = np.empty(m)
-        for a in range(m):
-            rhs[a] = target[rows[a]] - free[joints[rows[a]]]
-            for b in range(m):
-                W[a, b] = columns[rows[b], joints[rows[a]]]
-        if cholesky_solve(W, rhs) >= 0:  # (M^-1)_AA is positive definite: only a non-finite state gets here
-            return out
-        tau = rhs
-        worst, worst_push = -1, 0.0
-        for a in range(m):
-            push = inward[rows[a]] * tau[a]
-            if push < worst_push:
-                worst, worst_push = a, push
-        if worst < 0:
-            for a in range(m):
-                for r in range(n):
-                    out[r] += columns[rows[a], r] * tau[a]
-            return out
-        for a in range(worst, m - 1):  # a wall pushes, never pulls: release the worst puller
-            rows[a] = rows[a + 1]
-    return out
-
-
-@numba.njit(cache=True, inline="always")  # inlined: one optimisation level less to compile
-def _acceleration(physics, x, xd, command, workspace):
-    """The state's acceleration under the saturated actuator torque ``command``; ``(acceleration, -1 or the
-    singular joint)``.  Rigid joints: ``x = q``, :func:`_link_acceleration`.  Elastic joints (module
-    docstring, "Elastic joints"): ``x = (q, theta)``, the links driven by the springs ``K (theta - q)``
-    and the motors by ``command``: ``theta_dd = J^-1 (command - B_m theta_d - K (theta - q))``."""
-    motors = physics[13]
-    elastic = motors.shape[1] > 0
-    n = motors.shape[1] if elastic else x.shape[0]
-    drive = motors[0] * (x[n:] - x[:n]) if elastic else command  # what drives the links: the springs, or the motors
-    # one call site: the link dynamics are inlined here, and a second copy would double their compile time
-    qdd, singular = _link_acceleration(physics, x[:n], xd[:n], drive, workspace)
-    if not elastic:
-        return qdd, singular
-    acceleration = np.empty(2 * n)
-    for i in range(n):  # element by element: a slice copy would compile numba's shape-mismatch message
-        acceleration[i] = qdd[i]
-        # J theta_dd = u - B_m theta_d - K (theta - q)
-        acceleration[n + i] = (command[i] - motors[2, i] * xd[n + i] - drive[i]) / motors[1, i]
-    return acceleration, singular
-
-
-@numba.njit(cache=True, inline="always")  # inlined into _acceleration: the rigid path pays no extra call
-def _link_acceleration(physics, q, qd, command, workspace):
-    """``a(q, qd) = M^-1 (tau_joint - h + sum_l J_l^T F_l)`` (eq. 9.89 with the forces of the module
-    docstring) for the joint torque ``command``; ``(qdd, -1 or the singular joint)``."""
-    (topology, bodies, gravity, armature, damping, friction, friction_velocity, lower, upper, omega,
-     wrench_bodies, wrench_points, wrench_values) = physics[:13]
-    scratch, composite, world, M = workspace
-    poses = scratch[0]
-    n = q.shape[0]
-    tau = np.empty(n)
-    beyond = False
-    for i in range(n):
-        tau[i] = command[i] - friction_torque(damping[i], friction[i], friction_velocity, qd[i])
-        beyond = beyond or q[i] < lower[i] or q[i] > upper[i]
-    q_row, qd_row = q.reshape(1, n), qd.reshape(1, n)
-    state = n - n  # the only state, 0, as a variable: a literal 0 would compile a second copy of the kernels
-    if wrench_bodies.shape[0] > 0:
-        joint_poses(topology, bodies, q_row, state, poses)
-        world_poses(topology, poses, world)
-        add_wrench_torques(topology, bodies, world, wrench_bodies, wrench_points, wrench_values[0], tau)
-    contact_bodies, contact_sites, contact_planes, contact_constants = physics[14:18]
-    if contact_bodies.shape[0] > 0:  # contact.py: the spheres' penalty forces on the half-spaces
-        joint_poses(topology, bodies, q_row, state, poses)
-        world_poses(topology, poses, world)
-        add_contact_torques(topology, bodies, world, qd_row, contact_bodies, contact_sites, contact_planes,
-                            contact_constants, tau, np.empty((contact_bodies.shape[0], 6)))
-    qdd = np.empty(n)
-    singular = forward_state(topology, bodies, gravity, armature, q_row, qd_row, state, tau,
-                             scratch, composite, M, qdd)
-    if beyond and singular < 0:
-        qdd += _limit_correction(M, q, qd, qdd, lower, upper, omega)  # the solve left M's Cholesky factor in M
-    return qdd, singular
-
-
-@njit
-def _new_workspace(topology, n):
-    """The scratch arrays of :func:`_acceleration` for ``n`` coordinates, allocated once per step."""
-    nb = topology.shape[0]
-    return workspace(nb), np.empty((nb, 10)), np.empty((nb, 12)), np.empty((n, n))
-
-
-# --------------------------------------------------------------------------- the integrators
-
-# Classical Runge-Kutta 4 on x = (q, qd), dx/dt = (qd, a(t, q, qd)), as its Butcher tableau: stage i
-# evaluates k_i = f(t + c_i h, x + c_i h k_{i-1}) and x+ = x + h sum_i w_i k_i.  Euler is its first
-# stage alone (c = 0, w = 1).  The stages share one call of _acceleration: its code is compiled once.
-RK4_NODES = (0.0, 0.5, 0.5, 1.0)
-RK4_WEIGHTS = (1.0 / 6.0, 2.0 / 6.0, 2.0 / 6.0, 1.0 / 6.0)
-RK4_COMMAND_ROWS = (0, 1, 1, 2)  # the stage's instant among the command rows t, t + h/2, t + h
-
-
-@numba.njit(cache=True, inline="always")  # inlined into _step: one optimisation level less to compile
-def _integrate(method, physics, commands, q, qd, h, workspace):
-    """``(q+, qd+, -1 or the singular joint)`` after one step of ``method``:
-
-    - ``EULER`` (Lynch & Park §9.5): ``q+ = q + h qd``, ``qd+ = qd + h a(t, q, qd)``;
-    - ``SEMI_IMPLICIT_EULER`` (symplectic): ``qd+ = qd + h a(t, q, qd)``, ``q+ = q + h qd+``;
-    - ``RK4``: with ``k_i = (v_i, a_i)``: ``v1 = qd``, ``v2 = qd + h/2 a1``, ``v3 = qd + h/2 a2``,
-      ``v4 = qd + h a3``, ``a_i = a(t + c_i h, q + c_i h v_(i-1), v_i)``, ``x+ = x + h/6 (k1 + 2 k2 + 2 k3 + k4)``;
-    - ``DERIVATIVE``: no step, ``(qd, a(t, q, qd), -1 or the singular joint)``: Euler's single stage,
-      ``k_1``, for the adaptive integrator (one compiled graph serves all four: half the compile time of two).
-
-    ``commands`` holds the command at ``t``, ``t + h/2`` and ``t + h`` (or one row, held).
-    """
-    last = commands.shape[0] - 1
-    stages = 4 if method == RK4 else 1
-    q_rate, qd_rate = np.zeros_like(q), np.zeros_like(qd)  # sum_i w_i k_i
-    v, a = qd, np.zeros_like(qd)
-    for i in range(stages):
-        c = RK4_NODES[i]
-        q_stage, v = _plus_scaled(q, c * h, v), _plus_scaled(qd, c * h, a)
-        a, singular = _acceleration(physics, q_stage, v, commands[min(RK4_COMMAND_ROWS[i], last)], workspace)
-        if singular >= 0:  # the stages after it would start from a meaningless acceleration
-            return q, qd, singular
-        weight = RK4_WEIGHTS[i] if method == RK4 else 1.0
-        q_rate, qd_rate = _plus_scaled(q_rate, weight, v), _plus_scaled(qd_rate, weight, a)
-    if method == DERIVATIVE:
-        return q_rate, qd_rate, -1
-    if method == SEMI_IMPLICIT_EULER:
-        qd_next = _plus_scaled(qd, h, a)
-        return _plus_scaled(q, h, qd_next), qd_next, -1
-    return _plus_scaled(q, h, q_rate), _plus_scaled(qd, h, qd_rate), -1
-
-
-@njit
-def _plus_scaled(x, s, y):
-    """``x + s y`` for vectors: one compiled loop for all the integrators' updates (numba compiles each
-    array expression such as ``x + s * y`` as a function of its own: the eight here cost the step's first
-    compile about 1 s more)."""
-    out = np.empty_like(x)
-    for i in range(x.shape[0]):
-        out[i] = x[i] + s * y[i]
-    return out
-
-
-@njit
-def _step(method, physics, effort_limit, commands, q, qd, h, out):
-    """One step of integrator ``method`` (``EULER``, ``SEMI_IMPLICIT_EULER``, ``RK4``), all compiled,
-    or the state's derivative (``DERIVATIVE``, see :func:`_integrate`).
-
-    ``commands``: the actuator command at the instants the stages need (``_COMPILED``), or one
-    row held over the step, saturated at ``+-effort_limit``.  Writes ``out[0] = q+``,
-    ``out[1] = qd+`` (``DERIVATIVE``: ``qd`` and ``a``), ``out[2]`` = the applied (saturated)
-    command at ``t``, and returns ``OK``, ``BAD_COMMAND`` (a command is not finite), ``NON_FINITE``
-    (the result is not) or the joint at which the mass matrix is singular.  ``out`` is left alone
-    unless ``OK``.
-    """
-    for value in commands.ravel():
-        if not math.isfinite(value):
-            return BAD_COMMAND
-    applied = np.empty_like(commands)  # sat(command), by loops for the reason of _plus_scaled
-    for row in range(commands.shape[0]):
-        for i in range(commands.shape[1]):
-            applied[row, i] = min(max(commands[row, i], -effort_limit[i]), effort_limit[i])
-    workspace = _new_workspace(physics[0], physics[4].shape[0])  # topology, damping: one per coordinate
-    q_next, qd_next, singular = _integrate(method, physics, applied, q, qd, h, workspace)
-    if singular >= 0:
-        return singular
-    for i in range(q.shape[0]):
-        if not (math.isfinite(q_next[i]) and math.isfinite(qd_next[i])):
-            return NON_FINITE
-    for i in range(q.shape[0]):  # element by element: a row copy would compile numba's shape-mismatch message
-        out[0, i], out[1, i] = q_next[i], qd_next[i]
-    for i in range(applied.shape[1]):  # the command has nv values; an elastic state 2 nv
-        out[2, i] = applied[0, i]
-    return OK
-
-
-def compile_forward_state(model):
-    """Compile :func:`kernels.forward_state`, the largest kernel :func:`_step` calls, for the argument
-    types ``_step`` passes it, so that compiling ``_step`` then loads it from the cache.
-
-    What ``warm_up``'s second process compiles while the first compiles the rest
-    (:func:`compile_step_callees`): on 2 cores the step's own compile starts about 5 s earlier.  A
-    type that differs from ``_step``'s would show as a second signature of the kernel.
-    """
-    topology, bodies, gravity = model._kernel_arrays
-    n = model.nv
-    scratch, composite, _, M = _new_workspace(topology, n)
-    zeros = np.zeros(n)
-    forward_state(topology, bodies, gravity, np.array(model.armature), zeros.reshape(1, n), zeros.reshape(1, n),
-                  0, zeros, scratch, composite, M, np.empty(n))
-
-
-def compile_step_callees(model):
-    """Compile the other kernels :func:`_step` calls, for the argument types it passes them: all but
-    :func:`kernels.forward_state` (:func:`compile_forward_state`) and ``kernels.joint_poses``, which
-    the mass matrix of ``load_urdf``'s check compiles."""
-    topology, bodies, _ = model._kernel_arrays
-    n = model.nv
-    (poses, *_), _, world, _ = _new_workspace(topology, n)
-    zeros = np.zeros(n)
-    friction_torque(0.0, 0.0, DEFAULT_FRICTION_VELOCITY, 0.0)
-    world_poses(topology, poses, world)
-    add_wrench_torques(topology, bodies, world, np.zeros(0, dtype=np.int64), np.zeros((0, 3)), np.zeros((0, 6)), zeros)
-    _limit_correction(np.eye(n), zeros, zeros, zeros, zeros - 1.0, zeros + 1.0, 1.0)
 
 
 class SimulationError(RuntimeError):
@@ -642,7 +354,7 @@ class Simulator:
         (saturated here), a new array, by the compiled step's ``DERIVATIVE``; its status is ``OK``,
         ``NON_FINITE`` or the singular joint."""
         out = np.empty((3, x.shape[0]))
-        status = _step(DERIVATIVE, physics, effort_limit, command.reshape(1, -1), x, xd, 0.0, out)
+        status = compiled_step(DERIVATIVE, physics, effort_limit, command.reshape(1, -1), x, xd, 0.0, out)
         return out[:2].reshape(-1), status  # out[0] = xd and out[1] = a, contiguous
 
     def _singular(self, joint):
@@ -683,7 +395,7 @@ class Simulator:
             commands = self._vector(tau, "tau", finite=False).reshape(1, model.nv)
         x, xd = (self._q, self._qd) if self._stiffness is None else self._state()
         out = np.empty((3, x.shape[0]))
-        status = _step(method, physics, effort_limit, commands, x, xd, h, out)
+        status = compiled_step(method, physics, effort_limit, commands, x, xd, h, out)
         if status == BAD_COMMAND:
             self._vector(commands[0], "tau")  # raises, naming the joints
             raise ValueError("tau is not finite")

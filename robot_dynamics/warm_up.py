@@ -33,10 +33,11 @@ from robot_dynamics_executables import exit_quietly_on_ctrl_c
 from . import examples
 from .control import friction_torques
 from .dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
+from .integrators import compile_forward_state, compile_step_callees
 from .jit_cache import cache_directory, compiling_alone, has_compiled_stamp, write_compiled_stamp
 from .kinematics import frame_pose, jacobian, kinetic_energy, potential_energy
 from .regressor import regressor
-from .simulation import Simulator, compile_forward_state, compile_step_callees
+from .simulation import Simulator
 from .urdf import _model
 
 PARTS = ("dynamics_node", "library", "simulator")

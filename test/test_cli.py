@@ -14,6 +14,7 @@ import pytest
 
 import robot_dynamics as rd
 from robot_dynamics import cli
+from robot_dynamics.cli import bench, info
 from robot_dynamics.robots import bundled_urdf
 
 
@@ -91,17 +92,17 @@ def test_info_shows_joints_coupled_to_several_coordinates(capsys):
 
 def test_info_prints_the_inertia_bounds_of_seeded_samples(capsys, tmp_path):
     model = rd.load_urdf(bundled_urdf("planar_2r"))
-    lambda_min, lambda_max = rd.inertia_bounds(model, cli.INERTIA_SAMPLES, seed=0)
+    lambda_min, lambda_max = rd.inertia_bounds(model, info.INERTIA_SAMPLES, seed=0)
     status, out, err = run(capsys, "info", "planar_2r")
     assert status == 0, err
     assert f"lambda_min = {lambda_min:.6g}, lambda_max = {lambda_max:.6g}" in out
-    assert f"over {cli.INERTIA_SAMPLES} random configurations within the limits, seed 0" in out
+    assert f"over {info.INERTIA_SAMPLES} random configurations within the limits, seed 0" in out
     # M of the 2R arm is extreme when stretched out (theta2 = 0): lambda = (4.5 -+ sqrt(18.25)) / 2
     assert lambda_min == pytest.approx((4.5 - 18.25**0.5) / 2, rel=1e-3)
     assert lambda_max == pytest.approx((4.5 + 18.25**0.5) / 2, rel=1e-4)
     status, out, _ = run(capsys, "info", "planar_2r", "--json")
     assert json.loads(out)["inertia_bounds"] == {
-        "lambda_min": lambda_min, "lambda_max": lambda_max, "samples": cli.INERTIA_SAMPLES, "seed": 0}
+        "lambda_min": lambda_min, "lambda_max": lambda_max, "samples": info.INERTIA_SAMPLES, "seed": 0}
     welded = tmp_path / "welded.urdf"
     welded.write_text('<robot name="w"><link name="a"/><link name="b"/><joint name="j" type="fixed">'
                       '<parent link="a"/><child link="b"/></joint></robot>')
@@ -228,7 +229,7 @@ def test_bench_runs_each_benchmark_main_with_the_given_arguments(capsys, monkeyp
     def fake_loader(name):
         return types.SimpleNamespace(__file__=f"bench_{name}.py", main=lambda argv: calls.append((name, argv)))
 
-    monkeypatch.setattr(cli, "load_benchmark", fake_loader)
+    monkeypatch.setattr(bench, "load_benchmark", fake_loader)
     assert cli.main(["bench", "--duration", "1", "--quick"]) == 0
     assert calls == [(name, ["--duration", "1", "--quick"]) for name in ("core", "node", "simulator", "scaling", "contact")]
     calls.clear()
@@ -247,8 +248,8 @@ def test_bench_runs_each_benchmark_main_with_the_given_arguments(capsys, monkeyp
 
 
 def test_bench_modules_are_found_with_a_main():
-    for name in cli.BENCHMARKS:
-        assert callable(cli.load_benchmark(name).main)
+    for name in bench.BENCHMARKS:
+        assert callable(bench.load_benchmark(name).main)
 
 
 def test_bench_scaling_tiny_run_prints_the_tables_and_writes_the_plot(capsys, tmp_path):
@@ -266,7 +267,7 @@ def test_bench_scaling_tiny_run_prints_the_tables_and_writes_the_plot(capsys, tm
 
 def test_missing_or_unknown_benchmark_is_a_one_line_error(capsys, monkeypatch):
     assert_one_line_error(*run(capsys, "bench", "gpu"), "unknown benchmark 'gpu'")
-    monkeypatch.setattr(cli, "BENCHMARKS", cli.BENCHMARKS + ("nonexistent",))
+    monkeypatch.setattr(bench, "BENCHMARKS", bench.BENCHMARKS + ("nonexistent",))
     assert_one_line_error(*run(capsys, "bench", "nonexistent"), "benchmark 'nonexistent' not found")
 
 

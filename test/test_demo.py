@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robot_dynamics.tools import demo
+from robot_dynamics.tools.demo import analysis, figure
 
 
 def synthetic_run(label, error=0.01, rate=500.0, duration=2.0, lag=0.0007):
     """A run whose joint-state stamps share the wall clock with the desired stamps."""
-    run = demo.Run(label=label, joint_names=("a", "b"))
+    run = analysis.Run(label=label, joint_names=("a", "b"))
     t0_mono, t0_wall = 1000.0, 1.7e9
     for k in range(int(duration * rate)):
         t = k / rate
@@ -32,8 +32,8 @@ def synthetic_run(label, error=0.01, rate=500.0, duration=2.0, lag=0.0007):
 
 def test_analyse_measures_rms_error_rates_and_latency(monkeypatch):
     run = synthetic_run("ct", error=0.01)
-    monkeypatch.setattr(demo, "_clock_of", lambda run: "stamp")
-    metrics = demo.analyse(run)
+    monkeypatch.setattr(analysis, "_clock_of", lambda run: "stamp")
+    metrics = analysis.analyse(run)
     np.testing.assert_allclose(metrics.rms_error, [0.01, 0.01], rtol=1e-3)
     assert metrics.rms_total == pytest.approx(0.01, rel=1e-3)
     assert metrics.max_error == pytest.approx(0.01, rel=1e-2)
@@ -47,15 +47,15 @@ def test_a_whole_turn_of_a_continuous_joint_is_no_tracking_error(monkeypatch):
     started); the same turn on another joint is an error of 2 pi."""
     run = synthetic_run("ct", error=0.0)
     run.state.values = [(q + np.array([2 * np.pi, 0.0]), qd, effort) for q, qd, effort in run.state.values]
-    monkeypatch.setattr(demo, "_clock_of", lambda run: "stamp")
-    assert demo.analyse(run, continuous=np.array([True, False])).rms_total < 1e-5
-    np.testing.assert_allclose(demo.analyse(run).rms_error, [2 * np.pi, 0.0], atol=1e-5)
+    monkeypatch.setattr(analysis, "_clock_of", lambda run: "stamp")
+    assert analysis.analyse(run, continuous=np.array([True, False])).rms_total < 1e-5
+    np.testing.assert_allclose(analysis.analyse(run).rms_error, [2 * np.pi, 0.0], atol=1e-5)
 
 
 def test_desired_positions_are_extrapolated_between_points():
     run = synthetic_run("ct", error=0.0)
     times = np.asarray(run.state.stamp)
-    q_d = demo.desired_at(run.desired, times, "stamp")
+    q_d = analysis.desired_at(run.desired, times, "stamp")
     exact = np.stack([np.sin(times - 1.7e9), 0.5 * np.cos(2 * (times - 1.7e9))], axis=1)
     assert np.abs(q_d - exact).max() < 1e-6  # second-order extrapolation over 1 ms
 
@@ -65,15 +65,15 @@ def test_summary_and_plot(tmp_path, monkeypatch):
     import robot_dynamics as rd
     from robot_dynamics.robots import bundled_urdf
 
-    monkeypatch.setattr(demo, "_clock_of", lambda run: "stamp")
+    monkeypatch.setattr(analysis, "_clock_of", lambda run: "stamp")
     model = rd.load_urdf(bundled_urdf("planar_2r"))
     runs = [synthetic_run("computed torque", 1e-4), synthetic_run("PD only", 3e-2)]
-    ct, pd = (demo.analyse(run) for run in runs)
-    lines = demo.summary_lines(model, bundled_urdf("planar_2r"), ct, pd, runs, [])
+    ct, pd = (analysis.analyse(run) for run in runs)
+    lines = analysis.summary_lines(model, bundled_urdf("planar_2r"), ct, pd, runs, [])
     text = "\n".join(lines)
     assert "RMS error (arm joints) computed torque: 1.000e-04 rad" in text
     assert "300x larger" in text
-    path = demo.plot([ct, pd], list(model.joint_names), tmp_path / "plot.png", "test")
+    path = figure.plot([ct, pd], list(model.joint_names), tmp_path / "plot.png", "test")
     assert path.stat().st_size > 10_000
 
 
@@ -143,6 +143,6 @@ def test_demo_from_an_empty_numba_cache(tmp_path):
 
 def test_stamps_are_used_when_both_topics_share_a_clock():
     run = synthetic_run("ct")
-    assert demo._clock_of(run) == "stamp"
+    assert analysis._clock_of(run) == "stamp"
     run.desired.stamp = [s + 5.0 for s in run.desired.stamp]  # e.g. sim time against wall time
-    assert demo._clock_of(run) == "received"
+    assert analysis._clock_of(run) == "received"

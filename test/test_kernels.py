@@ -1,4 +1,4 @@
-"""The compiled layer's shared behaviour: input checks of every entry point (``kernels.as_states``,
+"""The compiled layer's shared behaviour: input checks of every entry point (``batches.as_states``,
 ``kernels.finite``) and the general coordinate map, joints driven by several coordinates."""
 
 import dataclasses

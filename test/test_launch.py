@@ -40,7 +40,7 @@ from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 import robot_dynamics as rd  # noqa: E402
 from robot_dynamics.robots import bundled_robot_names  # noqa: E402
 from robot_dynamics import control  # noqa: E402
-from robot_dynamics.tools import demo  # noqa: E402
+from robot_dynamics.tools.demo import analysis  # noqa: E402
 
 from ros_helpers import RosHarness, publish_until  # noqa: E402
 
@@ -178,11 +178,11 @@ def latest_error(run, continuous):
 
 
 def controller_stalled(run):
-    """Whether computed_torques paused for longer than demo.STALL during, or in the second before,
+    """Whether computed_torques paused for longer than analysis.STALL during, or in the second before,
     the recording window (the host starved the controller; the arm fell meanwhile)."""
     received = np.asarray(run.torques.received)
     received = received[(received >= run.start - 1.0) & (received <= run.end)]
-    return len(received) > 1 and float(np.diff(received).max()) > demo.STALL
+    return len(received) > 1 and float(np.diff(received).max()) > analysis.STALL
 
 
 # the simulator's line when the commands stop coming in time (simulated), whatever the reason
@@ -190,11 +190,11 @@ COMMANDS_STALE = "no effort command for"
 
 
 def record_loop(probe, namespace, model, running, retried=False):
-    """The metrics of demo.analyse (RMS tracking error, rates) over RECORD s of the launched loop,
+    """The metrics of analysis.analyse (RMS tracking error, rates) over RECORD s of the launched loop,
     and the recorded run. A recording spoilt by a stall of the host (of the simulator or of the
     controller) is repeated once."""
     deep = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-    run = demo.Run(label=model.name, joint_names=model.joint_names)
+    run = analysis.Run(label=model.name, joint_names=model.joint_names)
     recording = [True]  # the run is analysed once the callbacks stop adding to it
 
     def stamp(msg):
@@ -240,11 +240,11 @@ def record_loop(probe, namespace, model, running, retried=False):
     run.end = time.monotonic()
     recording[0] = False
     time.sleep(0.1)  # a callback running now finishes
-    metrics = demo.analyse(run, *demo.error_mask(model))
+    metrics = analysis.analyse(run, *analysis.error_mask(model))
     starved = (metrics.stalls or controller_stalled(run)
                or running.output().count(COMMANDS_STALE) > stale_episodes)
     if starved and metrics.rms_total >= TRACKING_BOUND and not retried:
-        # the host starved the simulator (joint states more than demo.STALL apart) or the controller
+        # the host starved the simulator (joint states more than analysis.STALL apart) or the controller
         # (computed torques as far apart, or the simulator went without commands meanwhile): measure again
         return record_loop(probe, namespace, model, running, retried=True)
     return metrics, run

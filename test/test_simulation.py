@@ -45,8 +45,10 @@ from scipy.integrate import solve_ivp
 
 import robot_dynamics as rd
 from robot_dynamics import simulation
-from robot_dynamics.tools.benchmarks.robots import panda7_urdf
+from robot_dynamics.cholesky import cholesky_factor
+from robot_dynamics.equations_of_motion import limit_correction
 from robot_dynamics.simulation import LIMIT_OMEGA_STEP, SimulationError, Simulator
+from robot_dynamics.tools.benchmarks.robots import panda7_urdf
 
 import robot_files as rf  # noqa: E402
 
@@ -475,7 +477,7 @@ def limit_targets(q, qd, lower, upper, omega):
 
 
 def test_limit_contacts_push_never_pull_and_the_held_ones_meet_their_law():
-    """``_limit_correction`` against its equations, on random coupled inertias: the torques
+    """``limit_correction`` against its equations, on random coupled inertias: the torques
     ``tau = M c`` behind its correction ``c`` act only on joints beyond a limit and push there; each
     joint that keeps a torque gets exactly the contact law's acceleration; a contact that would pull
     is released (in some cases here: its torque is zero)."""
@@ -486,10 +488,10 @@ def test_limit_contacts_push_never_pull_and_the_held_ones_meet_their_law():
         A = rng.normal(size=(n, n))
         M = A @ A.T + 0.1 * np.eye(n)
         L = M.copy()
-        assert rd.kernels.cholesky_factor(L) == -1
+        assert cholesky_factor(L) == -1
         lower, upper = -np.ones(n), np.ones(n)
         q, qd, free = rng.uniform(-1.3, 1.3, n), rng.normal(scale=3.0, size=n), rng.normal(scale=50.0, size=n)
-        correction = simulation._limit_correction(L, q, qd, free, lower, upper, omega)
+        correction = limit_correction(L, q, qd, free, lower, upper, omega)
         tau = M @ correction
         beyond, side, target = limit_targets(q, qd, lower, upper, omega)
         scale = 1e-9 * (1.0 + np.abs(tau).max())
@@ -507,14 +509,14 @@ def test_a_contact_that_would_pull_is_released():
     first alone is held, ``tau_0 = (target_0 - free_0) / (M^-1)_00``."""
     M = np.array([[2.0, 0.5], [0.5, 1.0]])
     L = M.copy()
-    rd.kernels.cholesky_factor(L)
+    cholesky_factor(L)
     q, qd, free = np.array([1.01, 1.01]), np.array([0.0, -30.0]), np.array([40.0, 0.0])
     lower, upper, omega = -np.ones(2), np.ones(2), 500.0
     _, _, target = limit_targets(q, qd, lower, upper, omega)
     inverse = np.linalg.inv(M)
     tau_0 = (target[0] - free[0]) / inverse[0, 0]
     assert tau_0 < 0  # pushes inward from the upper limit
-    correction = simulation._limit_correction(L, q, qd, free, lower, upper, omega)
+    correction = limit_correction(L, q, qd, free, lower, upper, omega)
     np.testing.assert_allclose(correction, inverse[:, 0] * tau_0, rtol=1e-12)
 
 

@@ -1,0 +1,38 @@
+"""``robot-dynamics demo`` (the closed-loop computed-torque demo over ROS 2) and ``demo-elastic``
+(computed torque on an elastic-joint arm, in process)."""
+
+import sys
+
+from .arguments import CLIError, load_model
+
+
+def register(commands):
+    from ..tools.demo import add_arguments
+    from ..tools.elastic_demo import add_arguments as add_elastic_arguments
+
+    demo = commands.add_parser("demo", help="closed-loop computed-torque demo: simulator + dynamics node (ROS 2)")
+    add_arguments(demo)
+    demo.set_defaults(run=run_demo)
+    elastic = commands.add_parser("demo-elastic", help="computed torque on an elastic-joint arm, with and without "
+                                  "the elastic model (in process, no ROS)")
+    add_elastic_arguments(elastic)
+    elastic.set_defaults(run=run_elastic_demo)
+
+
+def run_demo(args):
+    from ..tools.demo import DemoError, check_arguments, run_demo as run
+
+    try:
+        check_arguments(args)
+        return run(args, *load_model(args.robot, "demo"))
+    except DemoError as error:
+        raise CLIError(str(error)) from None
+
+
+def run_elastic_demo(args):
+    from ..tools.elastic_demo import run_demo as run
+
+    try:
+        return run(args, sys.stdout)
+    except ValueError as error:
+        raise CLIError(str(error)) from None

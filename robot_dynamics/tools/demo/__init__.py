@@ -1,0 +1,136 @@
+"""``robot-dynamics demo``: a computed-torque loop closed over real ROS 2 topics, and a PD-only run.
+
+The demo starts the graph of ``launch/simulation.launch.py`` as subprocesses of the installed
+executables (``simulator_node``, ``dynamics_node``, ``trajectory_publisher``, each with its
+``config/*.yaml``), on a private ``ROS_DOMAIN_ID`` with localhost-only discovery:
+
+    trajectory_publisher --desired_state--> dynamics_node --effort_command--> simulator_node
+    simulator_node --joint_states--> dynamics_node
+
+Run 1 (computed torque): the dynamics node publishes
+``tau = M(q) (qdd_d + kd (qd_d - qd) + kp (q_d - q)) + h(q, qd)`` as the simulator's
+``effort_command``. Run 2 (PD only, for comparison): the dynamics node is told
+``command_source: none`` and this process closes the loop with a model-free joint PD controller
+``tau = Kp (q_d - q) + Kd (qd_d - qd)`` whose gains give each joint the same stiffness and damping as
+the computed-torque loop at the start pose (``Kp = kp diag M(q0)``, ``Kd = kd diag M(q0)``). The same
+desired trajectory drives both runs.
+
+The demo records ``joint_states``, ``desired_state``, ``computed_torques`` and ``/diagnostics``,
+prints a summary (model, rates, latency, RMS tracking error of both runs) and writes a PNG.
+This module sets the demo up and runs it; :mod:`.analysis` measures the runs, :mod:`.figure` draws
+them, :mod:`.recorder` is the ROS side, :mod:`.closed_loop` one run. rclpy and matplotlib are
+imported only when the demo runs.
+"""
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .. import graph, processes
+from .analysis import DemoError, analyse, error_mask, summary_lines
+from .closed_loop import Progress, closed_loop, pd_gains
+from .figure import plot
+from .recorder import Recorder
+
+DEFAULT_OUTPUT = Path("out") / "robot_dynamics_demo.png"
+
+
+def add_arguments(parser):
+    parser.add_argument("--robot", default="arm7_gripper", metavar="URDF",
+                        help="URDF file or bundled robot name (default arm7_gripper)")
+    parser.add_argument("--duration", type=float, default=5.0, metavar="S",
+                        help="seconds of closed loop per run (default 5)")
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, metavar="PNG",
+                        help=f"where to write the plot (default {DEFAULT_OUTPUT})")
+    parser.add_argument("--no-pd", action="store_true", help="skip the PD-only comparison run")
+    parser.add_argument("--no-plot", action="store_true", help="do not write the PNG")
+    parser.add_argument("--domain-id", type=int, default=None, metavar="N",
+                        help="ROS_DOMAIN_ID of the demo graph (default: a random private one)")
+    parser.add_argument("--log-dir", type=Path, default=None, metavar="DIR",
+                        help="keep the nodes' logs in DIR (default: a temporary directory, removed)")
+    parser.add_argument("--quiet", action="store_true", help="no progress line")
+
+
+def check_arguments(args):
+    """Raise :class:`DemoError` for a bad argument or a missing dependency.  The CLI calls it before it
+    loads the robot and, on the first run after installing, compiles the nodes' kernels."""
+    if not args.duration > 0:
+        raise DemoError("--duration must be positive")
+    if args.domain_id is not None and not (0 <= args.domain_id <= 101 or 215 <= args.domain_id <= 232):
+        raise DemoError(f"--domain-id {args.domain_id}: Fast DDS accepts 0-101 and 215-232")
+    for module, extra in (("rclpy", "ros"), ("sensor_msgs", "ros"), ("trajectory_msgs", "ros"),
+                          ("std_srvs", "ros")) + (() if args.no_plot else (("matplotlib", "demo"),)):
+        try:
+            __import__(module)
+        except ImportError:
+            raise DemoError(f"the demo needs {module}, which is not installed "
+                            f"(pip install 'robot_dynamics[{extra}]')") from None
+    for name in processes.NODE_EXECUTABLES:
+        try:
+            __import__(f"robot_dynamics.nodes.{name}")
+        except ImportError as error:
+            raise DemoError(f"the demo needs the {name} executable, which cannot be imported: {error}") from None
+
+
+def run_demo(args, model, path, load_warnings=()):
+    """``robot-dynamics demo`` on ``model`` (read from ``path``), its arguments checked
+    (:func:`check_arguments`) and its kernels compiled; returns the exit status.
+
+    Raises :class:`DemoError` for a graph that does not run.
+    """
+    env = processes.ros_environment(args.domain_id)
+    print(f"robot_dynamics demo: {model.name} ({model.nv} coordinates) from {path}", flush=True)
+    print(f"  simulator + dynamics node + trajectory publisher, ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} "
+          f"(localhost only), {args.duration:g} s per run", flush=True)
+
+    # this process (the recorder) joins the same private graph
+    os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    os.environ.pop("ROS_LOCALHOST_ONLY", None)
+
+    workdir = Path(tempfile.mkdtemp(prefix="robot_dynamics_demo_"))
+    log_dir = args.log_dir or workdir / "logs"
+    urdf_text = path.read_text()
+    progress = Progress(args.quiet)
+
+    dynamics_config = graph.config_values(graph.config_file("dynamics.yaml"))
+    kp = float(np.atleast_1d(dynamics_config.get("kp", 100.0))[0])
+    kd = float(np.atleast_1d(dynamics_config.get("kd", 20.0))[0])
+    q0, _, _ = graph.robot_setup(model)
+    recorder = Recorder(model)
+    failed = True
+    try:
+        runs = [closed_loop(
+            recorder, "computed torque",
+            graph.simulation_graph(urdf_text), env,
+            Path(log_dir) / "computed_torque",
+            args.duration, progress)]
+        if not args.no_pd:
+            gains = pd_gains(model, q0, kp, kd)
+            runs.append(closed_loop(
+                recorder, "PD only",
+                graph.simulation_graph(urdf_text, command_source="none"),
+                env, Path(log_dir) / "pd_only", args.duration, progress, pd_gains=gains, first=False))
+        failed = False
+    finally:
+        recorder.close()
+        if args.log_dir is None and not failed:
+            shutil.rmtree(workdir, ignore_errors=True)
+        elif failed:
+            progress.done(f"node logs kept in {log_dir}")
+
+    metrics = [analyse(run, *error_mask(model)) for run in runs]
+    ct, pd = metrics[0], (metrics[1] if len(metrics) > 1 else None)
+    for line in summary_lines(model, path, ct, pd, runs, load_warnings):
+        print(line)
+    if pd is not None:
+        print(f"  PD gains     Kp = {kp:g} diag M(q0), Kd = {kd:g} diag M(q0) (the computed-torque loop's "
+              f"stiffness at the start pose, without the model)")
+    if not args.no_plot:
+        output = plot(metrics, list(model.joint_names), args.output,
+                      f"robot_dynamics demo: {model.name}, computed torque vs PD only ({args.duration:g} s each)")
+        print(f"  plot         {output.resolve()}")
+    return 0

@@ -1,0 +1,78 @@
+"""External wrenches on the links, mapped to the coordinates: ``tau = sum_l J_l(q)^T F_l``.
+
+The compiled :func:`add_wrench_torques` is what the simulator adds to its forces; the batched
+:func:`external_torques` is what ``inverse_dynamics(..., external_wrenches=...)`` subtracts.
+"""
+
+import numpy as np
+
+import numba
+
+from .kernels import POSE_COLUMNS, add_joint_force, finite, jacobian_column, joint_poses, point_in_world, vec, world_poses
+from .model import PARENT
+from .spatial import dot
+
+njit = numba.njit(cache=True)
+
+
+@njit
+def add_wrench_torques(topology, bodies, world, wrench_bodies, wrench_points, wrench_values, tau):
+    """``tau += sum_l J_l(q)^T F_l`` (the ``J^T F`` of Lynch & Park eq. 9.81) for the wrenches
+    ``F_l = [moment; force]`` in world-aligned axes, applied at ``wrench_points[l]`` of body
+    ``wrench_bodies[l]`` (-1: the fixed base, no effect); ``world`` holds the bodies' world poses."""
+    for l in range(wrench_bodies.shape[0]):
+        body = wrench_bodies[l]
+        if body < 0:
+            continue
+        origin = point_in_world(world, body, vec(wrench_points, l, 0))
+        moment, force = vec(wrench_values, l, 0), vec(wrench_values, l, 3)
+        j = body
+        while j >= 0:
+            angular, linear = jacobian_column(bodies, world, j, origin)
+            add_joint_force(topology, bodies, j, dot(angular, moment) + dot(linear, force), tau)
+            j = topology[j, PARENT]
+
+
+@njit
+def wrench_torques(topology, bodies, q, wrench_bodies, wrench_points, wrench_values):
+    """:func:`add_wrench_torques` for every state ``k`` of ``q``, wrenches ``wrench_values[k]``."""
+    count, n = q.shape
+    nb = topology.shape[0]
+    poses, world = np.empty((nb, POSE_COLUMNS)), np.empty((nb, POSE_COLUMNS))
+    tau = np.zeros((count, n))
+    for k in range(count):
+        if not finite(q, k):
+            raise ValueError("q contains NaN or inf")
+        joint_poses(topology, bodies, q, k, poses)
+        world_poses(topology, poses, world)
+        add_wrench_torques(topology, bodies, world, wrench_bodies, wrench_points, wrench_values[k], tau[k])
+    return tau
+
+
+def wrench_arrays(model, external_wrenches, count):
+    """``{link: [moment; force]}`` -> the kernels' ``(bodies, points, values)`` for ``count`` states.
+
+    A wrench is 6 values (the same for every state) or one row of 6 per state.  ValueError names
+    an unknown link or a wrench that is not 6 finite numbers (per state).
+    """
+    links = list(external_wrenches)
+    values = np.empty((count, len(links), 6))
+    for w, link in enumerate(links):
+        if link not in model.frames:
+            raise ValueError(f"external wrench on unknown link {link!r}: the links are the URDF's link names")
+        wrench = np.asarray(external_wrenches[link], dtype=float)
+        rows = wrench.reshape(-1, 6) if wrench.shape[-1:] == (6,) else None
+        if rows is None or rows.shape[0] not in (1, count) or not np.all(np.isfinite(rows)):
+            raise ValueError(f"the external wrench on {link!r} must be 6 finite numbers [moment; force] "
+                             f"(or one such row per state), got shape {wrench.shape}")
+        values[:, w] = rows
+    frames = [model.frames[link] for link in links]
+    bodies = np.array([frame.body for frame in frames], dtype=np.int64)
+    points = np.array([frame.pose[:3, 3] for frame in frames]).reshape(len(links), 3)
+    return bodies, points, values
+
+
+def external_torques(model, q, external_wrenches):
+    """``sum_l J_l(q)^T F_l`` for every state of the ``(count, n)`` batch ``q`` (world-aligned axes, link origin)."""
+    arrays = wrench_arrays(model, external_wrenches, q.shape[0])
+    return wrench_torques(*model._kernel_arrays[:2], q, *arrays)
