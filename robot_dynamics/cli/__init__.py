@@ -12,6 +12,7 @@ Subcommands::
     robot-dynamics identify RECORDING --urdf URDF a calibrated URDF (and payload) from a recording
     robot-dynamics external-torques RECORDING --urdf URDF
                                                   the momentum observer's residual over a recording
+    robot-dynamics demo-contact                   an arm driven into a wall: contact, collision, reaction
     robot-dynamics bench [core|node|simulator|scaling|contact] [OPTIONS]
                                                   the benchmarks (core, node and simulator need the
                                                   test extra; scaling needs matplotlib for its plot)

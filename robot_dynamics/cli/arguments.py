@@ -44,6 +44,7 @@ COMMAND_KERNELS = {
     "identify": (("dynamics_node", "library"), "about 11 s"),
     "demo": (("dynamics_node", "simulator"), "about 10 s"),  # the nodes': compiled once here, not by each at once
     "external-torques": (("dynamics_node",), "about 6 s"),
+    "demo-contact": (("dynamics_node", "simulator"), "about 10 s"),
 }
 
 

@@ -1,5 +1,5 @@
-"""``robot-dynamics external-torques RECORDING --urdf URDF``: a thin adapter over
-:mod:`robot_dynamics.tools.external_torques`."""
+"""``robot-dynamics external-torques RECORDING --urdf URDF`` and ``demo-contact``: thin adapters over
+:mod:`robot_dynamics.tools.external_torques` and :mod:`robot_dynamics.tools.contact_demo`."""
 
 import sys
 
@@ -14,6 +14,26 @@ def register(commands):
                                  "collision thresholds")
     add_arguments(parser)
     parser.set_defaults(run=run)
+
+    from ..tools.contact_demo import add_arguments as add_demo_arguments
+
+    demo = commands.add_parser("demo-contact", help="an arm driven into a wall under computed torque: the observer's "
+                               "wrench estimate against the true contact force, collision and the gravity hold "
+                               "(in process, no ROS)")
+    add_demo_arguments(demo)
+    demo.set_defaults(run=run_demo)
+
+
+def run_demo(args):
+    from ..tools.contact_demo import run_demo as run_contact_demo
+    from ..warm_up import compile_first
+    from .arguments import COMMAND_KERNELS
+
+    compile_first(*COMMAND_KERNELS["demo-contact"])
+    try:
+        return run_contact_demo(args, sys.stdout)
+    except ValueError as error:
+        raise CLIError(str(error)) from None
 
 
 def run(args):
