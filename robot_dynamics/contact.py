@@ -135,7 +135,7 @@ def add_contact_torques(topology, bodies, world, qd, contact_bodies, sites, plan
             j = body
             while j >= 0:
                 _, linear = jacobian_column(bodies, world, j, point)
-                velocity = add(velocity, scale(linear, joint_rate(topology, bodies, qd, 0, j)))
+                velocity = add(velocity, scale(linear, joint_rate(topology, bodies, qd, qd.shape[0] - 1, j)))
                 j = topology[j, PARENT]
             normal_speed = dot(normal, velocity)
             push = stiffness * depth - damping * normal_speed
@@ -160,7 +160,8 @@ def add_contact_torques(topology, bodies, world, qd, contact_bodies, sites, plan
 @njit
 def contact_wrenches_at(topology, bodies, q, qd, contact_bodies, sites, planes, constants, poses, world):
     """The spheres' contact wrenches (one row each) at the state ``(q, qd)`` (rows of ``(1, n)``)."""
-    joint_poses(topology, bodies, q, 0, poses)
+    state = q.shape[0] - 1  # the only state, 0, as a variable: a literal would compile a second joint_poses
+    joint_poses(topology, bodies, q, state, poses)
     world_poses(topology, poses, world)
     tau = np.zeros(q.shape[1])
     wrenches = np.zeros((contact_bodies.shape[0], 6))

@@ -208,21 +208,22 @@ def _observe(topology, bodies, gravity, armature, friction, eps, gain, damping, 
     after the step if ``r`` or the wrench is not (an overflow: the caller starts over)."""
     n = q.shape[0]
     q_row, qd_row, tau_row = q.reshape(1, n), qd.reshape(1, n), tau_m.reshape(1, n)
-    if not (finite(q_row, 0) and finite(qd_row, 0) and finite(tau_row, 0)):
+    state = n - n  # the only state, 0, as a variable: a literal 0 would compile second copies of the kernels
+    if not (finite(q_row, state) and finite(qd_row, state) and finite(tau_row, state)):
         return False
     r, p_last, beta_last, p, beta = memory[0], memory[1], memory[2], memory[3], memory[4]
-    _momentum_terms(topology, bodies, gravity, armature, q_row, qd_row, 0, scratch, p, beta, body, point, J)
+    _momentum_terms(topology, bodies, gravity, armature, q_row, qd_row, state, scratch, p, beta, body, point, J)
     for c in range(n):
         beta[c] -= friction_torque(friction[0, c], friction[1, c], eps, qd[c])
     if h > 0.0:
         _residual_step(gain, h, r, p, p_last, tau_m, beta, beta_last)
     else:
         r[:] = 0.0
-    p_last[:] = p
-    beta_last[:] = beta
+    for c in range(n):  # element by element: a slice copy would compile numba's shape-mismatch message
+        p_last[c], beta_last[c] = p[c], beta[c]
     if body >= 0:
         _wrench(J, r, damping, wrench)
-    return finite(memory, 0) and (body < 0 or finite(wrench.reshape(1, 6), 0))
+    return finite(memory, state) and (body < 0 or finite(wrench.reshape(1, 6), state))
 
 
 def tip_frame(model):

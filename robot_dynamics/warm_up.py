@@ -37,6 +37,7 @@ from .integrators import compile_forward_state, compile_step_callees
 from .jit_cache import cache_directory, compiling_alone, has_compiled_stamp, write_compiled_stamp
 from .kinematics import frame_pose, jacobian, kinetic_energy, potential_energy
 from .regressor import regressor
+from .observer import MomentumObserver
 from .simulation import Simulator
 from .urdf import _model
 
@@ -75,6 +76,9 @@ def warm_up(*parts):
             # first what calls none of the second process's kernels (forward_state's Newton-Euler among them)
             if "dynamics_node" in parts:
                 friction_torques(arm.viscous_damping, arm.friction, 0.01, qd)  # the dynamics node's compensate_friction
+                observer = MomentumObserver(arm, 50.0, frame="tip", friction=True)  # its external_torque.enabled
+                for t in (0.0, 1e-3):
+                    observer.update(t, q, qd, qd)
             if "library" in parts:
                 frame_pose(arm, q, "tip")
                 for reference in ("world", "local"):
