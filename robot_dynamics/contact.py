@@ -91,43 +91,47 @@ class ContactModel:
         """The links that carry spheres, in order, each once."""
         return tuple(dict.fromkeys(link for link, _, _ in self.spheres))
 
-    def arrays(self, model):
-        """The compiled step's ``(bodies, sites, planes, constants)``: per sphere its body, and its centre,
-        radius and link origin in the body's frame (7 columns); the planes (point, unit normal); ``(k, b, mu,
-        eps)``.  Zero rows when nothing can touch.  ValueError names an unknown link."""
-        if not self.enabled:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, 7)), np.zeros((0, 6)), self._constants()
-        sites, bodies = [], []
-        for link, centre, radius in self.spheres:
+    def array(self, model):
+        """The compiled step's contact geometry, one ``(1 + planes + spheres, 8)`` array (one argument to
+        unpack per step, not four): row 0 ``(k, b, mu, eps, planes, spheres, 0, 0)``; a plane's row its point
+        and unit normal; a sphere's row its centre, radius and link origin in its body's frame, then the
+        body.  No planes or spheres when nothing can touch.  ValueError names an unknown link."""
+        spheres = self.spheres if self.enabled else ()
+        planes = self._planes if self.enabled else np.zeros((0, 6))
+        out = np.zeros((1 + len(planes) + len(spheres), 8))
+        out[0, :6] = self.stiffness, self.damping, self.friction, self.friction_velocity, len(planes), len(spheres)
+        out[1:1 + len(planes), :6] = planes
+        for row, (link, centre, radius) in enumerate(spheres, start=1 + len(planes)):
             if link not in model.frames:
                 raise ValueError(f"contact sphere on unknown link {link!r}: the links are the URDF's link names")
             frame = model.frames[link]
             pose_in_body = frame.pose
-            centre_in_body = pose_in_body[:3, :3] @ np.asarray(centre, dtype=float) + pose_in_body[:3, 3]
-            sites.append(np.concatenate((centre_in_body, [float(radius)], pose_in_body[:3, 3])))
-            bodies.append(frame.body)
-        return np.array(bodies, dtype=np.int64), np.array(sites), self._planes.copy(), self._constants()
-
-    def _constants(self):
-        return np.array([self.stiffness, self.damping, self.friction, self.friction_velocity], dtype=float)
+            out[row, :3] = pose_in_body[:3, :3] @ np.asarray(centre, dtype=float) + pose_in_body[:3, 3]
+            out[row, 3] = radius
+            out[row, 4:7] = pose_in_body[:3, 3]
+            out[row, 7] = frame.body
+        return out
 
 
 @njit
-def add_contact_torques(topology, bodies, world, qd, contact_bodies, sites, planes, constants, tau, wrenches):
+def add_contact_torques(topology, bodies, world, qd, geometry, tau, wrenches):
     """``tau += sum J_c^T f`` over the spheres touching a half-space (module docstring), and each sphere's
     wrench ``[(c - o) x f; f]`` on its link into ``wrenches`` (one row per sphere, zero if untouched).
-    ``world`` holds the bodies' world poses, ``qd`` is one state ``(1, n)``."""
-    stiffness, damping, mu, eps = constants[0], constants[1], constants[2], constants[3]
+    ``geometry`` is :meth:`ContactModel.array`, ``world`` holds the bodies' world poses, ``qd`` is one
+    state ``(1, n)``."""
+    stiffness, damping, mu, eps = geometry[0, 0], geometry[0, 1], geometry[0, 2], geometry[0, 3]
+    planes, spheres = int(geometry[0, 4]), int(geometry[0, 5])
     wrenches[:] = 0.0
-    for s in range(contact_bodies.shape[0]):
-        body = contact_bodies[s]
+    for s in range(spheres):
+        row = 1 + planes + s
+        body = int(geometry[row, 7])
         if body < 0:  # on the fixed base: nothing moves it
             continue
-        centre = point_in_world(world, body, vec(sites, s, 0))
-        radius = sites[s, 3]
-        for m in range(planes.shape[0]):
-            normal = vec(planes, m, 3)
-            depth = radius - dot(normal, sub(centre, vec(planes, m, 0)))
+        centre = point_in_world(world, body, vec(geometry, row, 0))
+        radius = geometry[row, 3]
+        for m in range(1, 1 + planes):
+            normal = vec(geometry, m, 3)
+            depth = radius - dot(normal, sub(centre, vec(geometry, m, 0)))
             if depth <= 0.0:
                 continue
             point = sub(centre, scale(normal, radius))
@@ -151,20 +155,20 @@ def add_contact_torques(topology, bodies, world, qd, contact_bodies, sites, plan
                 _, linear = jacobian_column(bodies, world, j, point)
                 add_joint_force(topology, bodies, j, dot(linear, force), tau)
                 j = topology[j, PARENT]
-            moment = cross(sub(point, point_in_world(world, body, vec(sites, s, 4))), force)
+            moment = cross(sub(point, point_in_world(world, body, vec(geometry, row, 4))), force)
             for c in range(3):
                 wrenches[s, c] += moment[c]
                 wrenches[s, 3 + c] += force[c]
 
 
 @njit
-def contact_wrenches_at(topology, bodies, q, qd, contact_bodies, sites, planes, constants, poses, world):
+def contact_wrenches_at(topology, bodies, q, qd, geometry, poses, world):
     """The spheres' contact wrenches (one row each) at the state ``(q, qd)`` (rows of ``(1, n)``)."""
     state = q.shape[0] - 1  # the only state, 0, as a variable: a literal would compile a second joint_poses
     joint_poses(topology, bodies, q, state, poses)
     world_poses(topology, poses, world)
     tau = np.zeros(q.shape[1])
-    wrenches = np.zeros((contact_bodies.shape[0], 6))
-    add_contact_torques(topology, bodies, world, qd, contact_bodies, sites, planes, constants, tau, wrenches)
+    wrenches = np.zeros((int(geometry[0, 5]), 6))
+    add_contact_torques(topology, bodies, world, qd, geometry, tau, wrenches)
     return wrenches, tau
 

@@ -160,7 +160,7 @@ class Simulator:
         # A URDF effort of 0 (a common xacro default) means "not given", not "cannot move".
         self._effort_limit = np.where(effort > 0, effort, np.inf)
         if getattr(self, "_contact", None) is not None:
-            self._contact_arrays = self._contact.arrays(model)
+            self._contact_array = self._contact.array(model)
         self._physics_cache = self._wrench_cache = (None, None)
 
     @property
@@ -171,21 +171,20 @@ class Simulator:
     @contact.setter
     def contact(self, contact):
         contact = ContactModel() if contact is None else contact
-        self._contact_arrays = contact.arrays(self._model)  # checks the links
+        self._contact_array = contact.array(self._model)  # checks the links
         self._contact = contact
         self._physics_cache = self._wrench_cache = (None, None)
 
     def contact_wrenches(self):
         """``{link: [moment; force]}``: the true contact wrench on each touching link at the current state,
         in the ``external_wrenches`` convention (world-aligned axes, moment about the link origin)."""
-        bodies = self._contact_arrays[0]
-        if bodies.shape[0] == 0:
+        if not self._contact.enabled:
             return {}
         topology, kernel_bodies, _ = self._model._kernel_arrays
         nb = topology.shape[0]
         n = self._model.nv
         wrenches, _ = contact_wrenches_at(topology, kernel_bodies, self._q.reshape(1, n), self._qd.reshape(1, n),
-                                          *self._contact_arrays, np.empty((nb, 12)), np.empty((nb, 12)))
+                                          self._contact_array, np.empty((nb, 12)), np.empty((nb, 12)))
         out = {}
         for (link, _, _), wrench in zip(self._contact.spheres, wrenches):
             if wrench.any():
@@ -326,15 +325,13 @@ class Simulator:
                 damping=np.array(damping, dtype=float) if self.apply_damping else np.zeros(n),
                 friction=np.array(model.friction, dtype=float) if self.apply_friction else np.zeros(n),
                 friction_velocity=self.friction_velocity,
-                lower=lower.copy() if self.enforce_position_limits else -everywhere,
-                upper=upper.copy() if self.enforce_position_limits else everywhere,
+                limits=np.array([lower, upper]) if self.enforce_position_limits else np.array([-everywhere, everywhere]),
                 omega=LIMIT_OMEGA_STEP / h,
                 wrench_bodies=np.zeros(0, dtype=np.int64), wrench_points=np.zeros((0, 3)),
                 wrench_values=np.zeros((1, 0, 6)),
                 motors=np.array([self._stiffness, model.armature, model.motor_damping if self.apply_damping else np.zeros(n)])
                 if elastic else np.zeros((3, 0)),
-                contact_bodies=self._contact_arrays[0], contact_sites=self._contact_arrays[1],
-                contact_planes=self._contact_arrays[2], contact_constants=self._contact_arrays[3],
+                contact=self._contact_array,
             )
             effort_limit = self._effort_limit.copy() if self.enforce_effort_limits else everywhere
             self._physics_cache = (key, (tuple(physics), effort_limit))

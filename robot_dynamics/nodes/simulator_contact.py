@@ -82,5 +82,5 @@ def contact_model(model, settings, friction_velocity: float) -> ContactModel:
         spheres=tuple((link, row[:3], row[3]) for link, row in zip(links, rows)) if planes else (),
         stiffness=settings.contact_stiffness, damping=settings.contact_damping, friction=settings.contact_friction,
         friction_velocity=friction_velocity)
-    contact.arrays(model)  # checks the links against the model
+    contact.array(model)  # checks the links against the model
     return contact
