@@ -1,21 +1,26 @@
-"""Entry points of the node executables (``dynamics_node``, ``simulator_node``, ``trajectory_publisher``)
-and of the launch's compile step (``python -m robot_dynamics_executables [PART ...]``).
+"""Entry points of the executables (``dynamics_node``, ``simulator_node``, ``trajectory_publisher``,
+``robot-dynamics``): the one place where a process's signal handling and its compile step are set.
 
 A module of its own, outside the ``robot_dynamics`` package, so that it imports only ``signal``,
-``os`` and ``sys``: the package (numba, the kernels) takes 0.4 s to import on an idle machine and
-about 2 s while a launch starts three nodes on two cores, and a Ctrl-C in that time would end the
-process with Python's default, a ``KeyboardInterrupt`` traceback and status -2.  Here SIGINT and
-SIGTERM end a node with status 0 from its first instruction on; then
-:func:`robot_dynamics.nodes.command_line.main` runs the executable (and keeps that rule until the
-node spins).  The compile step ends at once and quietly with status :data:`INTERRUPTED`.
+``os`` and ``sys`` before it sets them: the package's imports take a while on a busy machine, and a
+Ctrl-C in that time would end the process with Python's default, a ``KeyboardInterrupt`` traceback.
+No module of the package imports this one.
+
+- A node: SIGINT and SIGTERM end it with status 0 from its first instruction on
+  (:func:`stop_on_signals`); once its command line is read, its kernels are loaded from numba's
+  cache, or compiled, saying so, if nothing compiled them ahead (``robot-dynamics compile``), during
+  which a signal ends it at once; then :func:`robot_dynamics.nodes.runner.run_node` spins it and
+  reads the signals itself.
+- ``robot-dynamics compile`` (and ``python -m robot_dynamics_executables compile PART``, what the
+  launch files run): a Ctrl-C ends it at once and quietly with status :data:`INTERRUPTED`.
 """
 
 import os
 import signal
 import sys
 
-INTERRUPTED = 130
-"""The exit status of ``python -m robot_dynamics_executables`` (and ``robot_dynamics.warm_up``) ended by a Ctrl-C."""
+INTERRUPTED = 128 + signal.SIGINT
+"""The exit status of ``robot-dynamics compile`` ended by a Ctrl-C (a shell's for a process ended by SIGINT)."""
 
 
 def _stop_now(signum, frame):
@@ -32,11 +37,33 @@ def stop_on_signals():
         signal.signal(sig, _stop_now)
 
 
+def exit_at_once_on_signals(status):
+    """From now on, SIGINT and SIGTERM end the process at once with ``status``: while numba compiles
+    (an exception raised inside LLVM's code generation would be swallowed there; and numba writes
+    each cache file whole or not at all, so nothing half-written stays behind)."""
+    def exit_now(signum, frame):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, exit_now)
+
+
+def _load_kernels(name, part):
+    """The kernels of the node ``name`` (compile part ``part``), loaded or compiled before it starts."""
+    exit_at_once_on_signals(0)
+    from robot_dynamics.compiling import compile_and_report
+
+    compile_and_report([part], "the dynamics kernels", lambda line: print(f"[{name}] {line}", file=sys.stderr, flush=True))
+    stop_on_signals()
+
+
 def _run(name):
     stop_on_signals()
     from robot_dynamics.nodes.command_line import main
 
-    return main(name)
+    return main(name, load_kernels=lambda part: _load_kernels(name, part))
 
 
 def dynamics_node():
@@ -54,21 +81,15 @@ def trajectory_publisher():
     return _run("trajectory_publisher")
 
 
-def exit_quietly_on_ctrl_c():
-    """From now on, SIGINT ends the process at once, quietly, with status :data:`INTERRUPTED`: for the
-    compiling processes, whose interrupted compile leaves nothing behind (numba writes each cache
-    file whole or not at all)."""
-    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(INTERRUPTED))
+def robot_dynamics(argv=None):
+    """Entry point of the ``robot-dynamics`` command."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["compile"]:
+        exit_at_once_on_signals(INTERRUPTED)
+    from robot_dynamics.cli import main
+
+    return main(argv)
 
 
-def compile_kernels(parts):
-    """:func:`robot_dynamics.warm_up.warm_up` of ``parts``, a Ctrl-C ending it at once and quietly
-    from the first instruction on (:func:`exit_quietly_on_ctrl_c`)."""
-    exit_quietly_on_ctrl_c()
-    from robot_dynamics.warm_up import warm_up
-
-    warm_up(*parts)
-
-
-if __name__ == "__main__":  # what simulation.launch.py runs on a cold cache
-    compile_kernels(sys.argv[1:])
+if __name__ == "__main__":  # python -m robot_dynamics_executables compile PART (what the launch files run)
+    sys.exit(robot_dynamics())

@@ -56,7 +56,7 @@ setup(
             "dynamics_node = robot_dynamics_executables:dynamics_node",
             "simulator_node = robot_dynamics_executables:simulator_node",
             "trajectory_publisher = robot_dynamics_executables:trajectory_publisher",
-            "robot-dynamics = robot_dynamics.cli:main",
+            "robot-dynamics = robot_dynamics_executables:robot_dynamics",
         ]
     },
 )

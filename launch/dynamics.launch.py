@@ -16,7 +16,7 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from robot_dynamics.robots import bundled_robot_names
 from robot_dynamics.tools.graph import config_file, dynamics_graph
 from robot_dynamics.tools.launch_nodes import (
-    argument, boolean_argument, flag, launch_nodes, params_file, require_package, urdf_text,
+    argument, boolean_argument, compile_ahead, flag, launch_nodes, params_file, require_package, urdf_text,
 )
 
 
@@ -26,6 +26,7 @@ def nodes(context):
         require_package("robot_state_publisher", "start_robot_state_publisher:=true")
     graph = dynamics_graph(urdf_text(context), params_file=params_file(context, "params_file"),
                            use_sim_time=flag(context, "use_sim_time"), robot_state_publisher=with_state_publisher)
+    compile_ahead("dynamics_node")  # the arguments checked first
     return launch_nodes(graph, argument(context, "namespace"))
 
 

@@ -20,7 +20,7 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from robot_dynamics.robots import bundled_robot_names
 from robot_dynamics.tools.graph import COMMAND_SOURCES, config_file, simulation_graph
 from robot_dynamics.tools.launch_nodes import (
-    argument, boolean_argument, compile_kernels, flag, launch_nodes, params_file, urdf_text,
+    argument, boolean_argument, compile_ahead, flag, launch_nodes, params_file, urdf_text,
 )
 
 #: launch argument -> (default file in config/, the node it configures)
@@ -35,9 +35,8 @@ def nodes(context):
                     compensate_friction=flag(context, "compensate_friction"),
                     **{name: params_file(context, name) for name in PARAMS_FILES})
     namespace = argument(context, "namespace")
-    # once, here, rather than in two nodes at once; the arguments checked, and before the graph loads
-    # the robot (which would compile its mass matrix without a word)
-    compile_kernels("dynamics_node", "simulator")
+    # once, here, rather than in two nodes at once; the arguments checked first
+    compile_ahead("dynamics_node", "simulator")
     return launch_nodes(simulation_graph(urdf, **settings), namespace)
 
 

@@ -3,32 +3,39 @@
 Conventions: ``q, qd, qdd, tau`` have shape ``(..., n)`` in ``model.joint_names`` order; SI
 units; spatial vectors ``[angular; linear]``; ``model.gravity`` is the physical gravitational
 acceleration (default ``(0, 0, -9.81)``) and the holding torque is ``+gravity_torques(q)``.
+
+Importing the package loads none of its modules: each name below loads its module (and numba,
+with the kernels numba has cached) when first used, so that a program that only needs part of
+it, a node's ``--help``, or a launch file starts at once.
 """
 
-from .jit_cache import drop_stale_kernels, lock_cache_saves
+import importlib
 
-drop_stale_kernels()  # before any kernel loads from numba's cache
+#: the public names and the module of each
+_PUBLIC = {
+    "RobotModel": "model", "URDFError": "urdf", "load_urdf": "urdf",
+    **dict.fromkeys(("Data", "compute_terms", "GRAVITY", "BIAS", "MASS", "WORLD"), "data"),
+    **dict.fromkeys(("inverse_dynamics", "gravity_torques", "bias_forces", "mass_matrix", "coriolis_matrix",
+                     "forward_dynamics"), "dynamics"),
+    **dict.fromkeys(("frame_pose", "jacobian", "kinetic_energy", "potential_energy", "operational_space_inertia"),
+                    "kinematics"),
+    "regressor": "regression", "inertial_parameters": "regression",
+    **dict.fromkeys(("lagrange_euler_terms", "closed_form_terms", "christoffel_symbols", "christoffel_coriolis_matrix",
+                     "dalembert_terms", "inertia_bounds"), "formulations"),
+    **dict.fromkeys(("elastic_forward_dynamics", "elastic_inverse_dynamics", "elastic_energy"), "elastic"),
+}
+__all__ = [*_PUBLIC, "examples"]
 
-from . import examples
-from .elastic import elastic_energy, elastic_forward_dynamics, elastic_inverse_dynamics
-from .dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
-from .formulations import (
-    christoffel_coriolis_matrix, christoffel_symbols, closed_form_terms, dalembert_terms, inertia_bounds, lagrange_euler_terms,
-)
-from .kinematics import frame_pose, jacobian, kinetic_energy, operational_space_inertia, potential_energy
-from .model import RobotModel
-from .regressor import inertial_parameters, regressor
-from .urdf import URDFError, load_urdf
 
-lock_cache_saves()  # every compiled module is imported by now (this imports the simulator's too)
+def __getattr__(name):
+    if name == "examples":
+        return importlib.import_module(".examples", __name__)
+    if name not in _PUBLIC:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
+    globals()[name] = value  # (found directly from now on)
+    return value
 
-__all__ = [
-    "RobotModel", "URDFError", "load_urdf",
-    "inverse_dynamics", "gravity_torques", "bias_forces", "mass_matrix", "coriolis_matrix", "forward_dynamics",
-    "frame_pose", "jacobian", "kinetic_energy", "potential_energy", "operational_space_inertia",
-    "regressor", "inertial_parameters",
-    "lagrange_euler_terms", "closed_form_terms", "christoffel_symbols", "christoffel_coriolis_matrix", "dalembert_terms",
-    "inertia_bounds",
-    "elastic_forward_dynamics", "elastic_inverse_dynamics", "elastic_energy",
-    "examples",
-]
+
+def __dir__():
+    return sorted({*globals(), *__all__})

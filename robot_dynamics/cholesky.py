@@ -6,9 +6,7 @@ position limits their small contact system.
 
 import math
 
-import numba
-
-njit = numba.njit(cache=True)
+from .jit import njit
 
 
 @njit

@@ -21,16 +21,15 @@ for 1 kg and the default ``k``); ``b`` near ``2 sqrt(k m)`` damps it critically.
 import math
 from dataclasses import dataclass, field
 
-import numba
 import numpy as np
 
+from .jit import njit
 from .kernels import add_joint_force, jacobian_column, joint_poses, joint_rate, point_in_world, vec, world_poses
 from .model import PARENT
 from .spatial import add, cross, dot, scale, sub
 
 __all__ = ["ContactModel", "DEFAULT_STIFFNESS", "DEFAULT_DAMPING"]
 
-njit = numba.njit(cache=True)
 
 DEFAULT_STIFFNESS = 1.0e4
 """``k``, N/m: 1 mm of penetration under 10 N."""

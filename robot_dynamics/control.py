@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
-__all__ = ["computed_torque", "friction_torque", "friction_torques", "joint_pd", "position_error"]
+from .jit import njit
 
-njit = numba.njit(cache=True)
+__all__ = ["computed_torque", "friction_torque", "friction_torques", "joint_pd", "position_error"]
 
 
 def joint_pd(kp, kd, position_error, velocity_error):

@@ -13,10 +13,10 @@ a trajectory of 10 000 states run the same code.  Mimic joints follow their coor
 ``M``'s diagonal and ``armature qdd`` to ``tau`` (Spong Ex. 6.1); ``C`` and ``g`` are unchanged.
 """
 
-import numba
 import numpy as np
 
 from .batches import as_states, matching, unbatch
+from .jit import njit
 from .kernels import (
     POSE_COLUMNS, ZERO3, add_joint_pair, composite_rigid_body, finite, forward_state, inertia, jacobian_column,
     joint_poses, joint_rate, newton_euler, pose, store, vec, workspace, world_poses,
@@ -25,7 +25,6 @@ from .model import MASS, PARENT
 from .spatial import add, force_cross_matrix, inertia_to_parent, motion_cross, scale, spatial_inertia_matrix
 from .wrenches import external_torques
 
-njit = numba.njit(cache=True)
 # An absent qd/qdd for gravity: a global array is a compile-time constant to numba, so gravity's
 # compiled Newton-Euler knows they are empty and drops their terms (measured faster than q[:0]).
 _NONE = np.empty((0, 0))

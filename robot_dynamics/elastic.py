@@ -86,7 +86,7 @@ def inverse_dynamics_rates(model, q, qd, qdd, q3, q4):
     """``(tau, dtau/dt, d2tau/dt2)`` of ``tau(t) = ID(q(t), qd(t), qdd(t))`` given ``q`` and its first four
     time derivatives (shapes ``(..., n)``): the rotor inertia is not included.
 
-    Newton-Euler (Lynch & Park eqs. 9.53-9.57, as ``dynamics._rnea_state``) evaluated on
+    Newton-Euler (Lynch & Park eqs. 9.53-9.57, as ``kernels.newton_euler``) evaluated on
     series truncated after ``s^2``, with ``q(t0 + s) = q + qd s + qdd s^2/2`` and likewise for
     ``qd`` and ``qdd``: the coefficients of the torque's series are ``tau``, ``dtau/dt`` and
     ``1/2 d2tau/dt2``, exact up to rounding (the recursion is a composition of products, sums,

@@ -8,9 +8,9 @@ joints beyond a limit are solved from ``(M^-1)_AA tau_A = s (w^2 p + 2 w dp/dt) 
 so that every such joint obeys exactly ``d2p/dt2 = -w^2 p - 2 w dp/dt``, whatever the robot's
 inertia, configuration or the other contacts; a joint whose torque would pull is released
 (the wall only pushes) and the rest solved again.  The natural frequency is tied to the step:
-``w h = LIMIT_OMEGA_STEP = 0.5`` (``w`` = 500 rad/s at 1 kHz).  The contact dynamics then have
+``w dt = LIMIT_OMEGA_STEP = 0.5`` (``w`` = 500 rad/s at 1 kHz).  The contact dynamics then have
 the double root ``-w``, inside the stability region of every integrator here (explicit Euler
-``|1 - w h| = 0.5``; semi-implicit Euler eigenvalues 0.75 and 0; RK4 ``R(-0.5) = 0.61``), so it
+``|1 - w dt| = 0.5``; semi-implicit Euler eigenvalues 0.75 and 0; RK4 ``R(-0.5) = 0.61``), so it
 never explodes, and the restoring acceleration grows without bound with ``p``, so a joint never
 passes through (no tunnelling).  Measured at 1 kHz: a joint arriving at ``v`` overshoots by
 about ``v / (e w)`` (7.4 mrad at 10 rad/s; explicit Euler about twice that), leaves the wall at
@@ -23,19 +23,18 @@ limit.
 
 from collections import namedtuple
 
-import numba
 import numpy as np
 
 from .cholesky import cholesky_solve, cholesky_substitute
 from .contact import add_contact_torques
 from .control import friction_torque
+from .jit import inline, njit
 from .kernels import forward_state, joint_poses, workspace, world_poses
 from .wrenches import add_wrench_torques
 
-njit = numba.njit(cache=True)
 
 LIMIT_OMEGA_STEP = 0.5
-"""Natural frequency of the position-limit contact times the integration step (``w h``)."""
+"""Natural frequency of the position-limit contact times the integration step (``w dt``)."""
 
 DEFAULT_FRICTION_VELOCITY = 0.01
 """``eps`` of the smoothed Coulomb friction ``F_c tanh(qd / eps)``, rad/s or m/s."""
@@ -116,7 +115,7 @@ def limit_correction(L, q, qd, free, lower, upper, omega):
     return out
 
 
-@numba.njit(cache=True, inline="always")  # inlined: one optimisation level less to compile
+@inline  # inlined: one optimisation level less to compile
 def acceleration(physics, x, xd, command, workspace):
     """The state's acceleration under the saturated actuator torque ``command``; ``(acceleration, -1 or the
     singular joint)``.  Rigid joints: ``x = q``, :func:`link_acceleration`.  Elastic joints (module
@@ -138,7 +137,7 @@ def acceleration(physics, x, xd, command, workspace):
     return acceleration, singular
 
 
-@numba.njit(cache=True, inline="always")  # inlined into acceleration: the rigid path pays no extra call
+@inline  # inlined into acceleration: the rigid path pays no extra call
 def link_acceleration(physics, q, qd, command, workspace):
     """``a(q, qd) = M^-1 (tau_joint - h + sum_l J_l^T F_l)`` (eq. 9.89 with the forces of the module
     docstring) for the joint torque ``command``; ``(qdd, -1 or the singular joint)``."""

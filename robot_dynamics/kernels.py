@@ -15,9 +15,9 @@ kernels reach coordinate space: after :func:`to_coordinates` in :func:`newton_eu
 of :func:`composite_rigid_body`.
 """
 
-import numba
 import numpy as np
 
+from .jit import inline, njit
 from .model import (
     FIRST_FACTOR, FIRST_MASTER, FIRST_MOMENT, INERTIA, KIND, MASS, MASTERS, OFFSET, ORIGIN_P,
     ORIGIN_R, PARENT, REVOLUTE, SCREW,
@@ -28,8 +28,6 @@ from .spatial import (
     motion_to_child, rotate, scale, sub,
 )
 
-njit = numba.njit(cache=True)
-inline = numba.njit(cache=True, inline="always")
 
 ZERO3 = (0.0, 0.0, 0.0)
 POSE_COLUMNS = 12  # a pose row: rotation (row-major), then origin
@@ -226,25 +224,41 @@ def workspace(nb):
 
 @njit
 def newton_euler(topology, bodies, gravity, q, qd, qdd, k, scratch, tau):
-    """Recursive Newton-Euler inverse dynamics of state ``k`` (Lynch & Park §9.3, eqs. 9.53-9.57).
+    """Recursive Newton-Euler inverse dynamics of state ``k`` (Lynch & Park §9.3, eqs. 9.53-9.57):
+    the joints' ``q_i, qd_i, qdd_i`` (``E q + o``, ``E qd``, ``E qdd``), their poses (9.53), then
+    :func:`newton_euler_recursions`, and ``tau = E^T tau_joints``.  ``qd``/``qdd`` may have no rows:
+    zero (``x[:0]``, a view of the same type, shares one compiled version; gravity passes a constant
+    instead, see ``dynamics.py``).  ``scratch`` is a :func:`workspace`; ``T_{parent,i}``, ``V_i`` and
+    ``Vdot_i`` are left in it.
+    """
+    poses, twists, accelerations, wrenches, joints = scratch
+    joint_motion(topology, bodies, q, qd, qdd, k, joints)
+    poses_of_joints(topology, bodies, joints, poses)
+    newton_euler_recursions(topology, bodies, gravity, poses, joints, twists, accelerations, wrenches)
+    to_coordinates(topology, bodies, joints[:, 3], tau)
 
-    Forward, from the root: ``T_{parent,i} = M_i e^{[A_i] q_i}`` (9.53),
-    ``V_i = Ad_{T_{i,parent}} V_parent + A_i qd_i`` (9.54) and
+
+@inline
+def poses_of_joints(topology, bodies, joints, poses):
+    """Every body's ``T_{parent,i} = M_i e^{[A_i] q_i}`` (eq. 9.53) from the joint values ``joints[:, 0]``."""
+    for i in range(topology.shape[0]):
+        R, p = joint_pose(topology, bodies, i, joints[i, 0])
+        store_pose(poses, i, R, p)
+
+
+@inline
+def newton_euler_recursions(topology, bodies, gravity, poses, joints, twists, accelerations, wrenches):
+    """The two recursions of Newton-Euler on given poses ``T_{parent,i}`` and joint rates
+    ``joints[:, 1]``, accelerations ``joints[:, 2]``; the joint forces go to ``joints[:, 3]``.
+
+    Forward, from the root: ``V_i = Ad_{T_{i,parent}} V_parent + A_i qd_i`` (9.54) and
     ``Vdot_i = Ad_{T_{i,parent}} Vdot_parent + [ad_{V_i}] A_i qd_i + A_i qdd_i`` (9.55), from
     ``V_0 = 0, Vdot_0 = (0, -g)``: gravity enters once, as a fictitious base acceleration.
     Backward, from the leaves: ``F_i = G_i Vdot_i - ad_{V_i}^T G_i V_i + sum_children Ad^T F_child``
-    (9.56) and ``tau_i = A_i^T F_i`` (9.57).  The joints' ``q_i, qd_i, qdd_i`` are ``E q + o``,
-    ``E qd``, ``E qdd`` and ``tau = E^T tau_joints``.  ``qd``/``qdd`` may have no rows: zero (``x[:0]``, a
-    view of the same type, shares one compiled version; gravity passes a constant instead, see ``dynamics.py``).
-    ``scratch`` is a :func:`workspace`; ``T_{parent,i}``, ``V_i`` and ``Vdot_i`` are left in it.
+    (9.56) and ``tau_i = A_i^T F_i`` (9.57).  Inlined: one compiled loop per caller, as fast as one function.
     """
-    poses, twists, accelerations, wrenches, joints = scratch
     nb = topology.shape[0]
-    joint_motion(topology, bodies, q, qd, qdd, k, joints)
     # One loop per equation: measured faster than a single fused forward loop.
-    for i in range(nb):
-        R, p = joint_pose(topology, bodies, i, joints[i, 0])
-        store_pose(poses, i, R, p)
     for i in range(nb):
         R, p = pose(poses, i)
         parent = topology[i, PARENT]
@@ -286,7 +300,6 @@ def newton_euler(topology, bodies, gravity, q, qd, qdd, k, scratch, tau):
             for c in range(3):
                 wrenches[parent, c] += n[c]
                 wrenches[parent, 3 + c] += f[c]
-    to_coordinates(topology, bodies, joints[:, 3], tau)
 
 
 # ----------------------------------------------------------------------------- mass matrix

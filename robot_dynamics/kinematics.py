@@ -6,11 +6,11 @@ frame in world-aligned axes at the frame origin, with ``reference="local"`` in t
 axes (Lynch & Park's body Jacobian, §5.1.2).
 """
 
-import numba
 import numpy as np
 
 from .dynamics import mass_matrix
 from .batches import as_states, unbatch
+from .jit import njit
 from .kernels import (
     POSE_COLUMNS, finite, inertia, jacobian_column, joint_poses, newton_euler, point_in_world, vec, workspace,
     world_poses,
@@ -18,7 +18,6 @@ from .kernels import (
 from .model import FIRST_FACTOR, FIRST_MASTER, FIRST_MOMENT, MASS, MASTERS, PARENT
 from .spatial import dot, inertia_times
 
-njit = numba.njit(cache=True)
 REFERENCES = ("world", "local")
 
 

@@ -56,6 +56,13 @@ def read_only(array, dtype=np.float64):
     return array
 
 
+def given_limits(limits):
+    """``limits`` (velocity or effort limits, per coordinate) with the entries a URDF gives as 0 made
+    infinite: 0, a common xacro default, means "not given", not "cannot move"."""
+    limits = np.asarray(limits, dtype=float)
+    return np.where(limits > 0, limits, np.inf)
+
+
 def inertial_parameters_about_origin(mass, com, inertia_at_com):
     """(m, m c, Ibar) about a frame's origin from mass, centre of mass and inertia about the CoM.
 

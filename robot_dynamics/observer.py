@@ -54,12 +54,12 @@ array([1.])
 
 import math
 
-import numba
 import numpy as np
 
-from .control import friction_torque
 from .batches import FLOAT64, as_states, matching, unbatch
 from .cholesky import cholesky_solve
+from .control import friction_torque
+from .jit import njit
 from .kernels import (
     POSE_COLUMNS, ZERO3, add_joint_force, finite, inertia, jacobian_column, joint_poses, joint_rate, point_in_world,
     pose, store, vec, world_poses,
@@ -70,7 +70,6 @@ from .spatial import add, dot, inertia_times, inertia_to_parent, motion_cross, s
 
 __all__ = ["MomentumObserver", "momentum_terms", "tip_frame", "wrench_from_torques"]
 
-njit = numba.njit(cache=True)
 
 DEFAULT_DAMPING = 1e-3
 """``lambda`` of the damped pseudo-inverse (m, or dimensionless on the angular rows): far below a

@@ -22,26 +22,26 @@ effort* reported by :attr:`Simulator.applied_effort` (and by the node in ``joint
 ``sat(tau_cmd)``: what the actuators deliver; damping, friction and limit torques are the
 environment's.  A command is a ``(nv,)`` array held constant over a step (zero-order hold, like a
 digital controller) or a callable ``tau(t)`` evaluated at the instants the integrator's stages
-need (``t``; rk4 also ``t + h/2`` and ``t + h``).  An effort limit of 0 in the URDF (a common
-xacro default) is read as "not given", not as a locked joint.
+need (``t``; rk4 also ``t + dt/2`` and ``t + dt``).  An effort limit of 0 in the URDF is read as
+"not given" (:func:`robot_dynamics.model.given_limits`), not as a locked joint.
 
-Integrators (one implementation each, ``INTEGRATORS``), step ``h``.  The three fixed-step ones
+Integrators (one implementation each, ``INTEGRATORS``), step ``dt``.  The three fixed-step ones
 are compiled whole (numba): a step is one call, stages, forces and checks included, so an rk4
 step costs little more than its four evaluations of the forward dynamics.
 
 ``euler``
     the seed's explicit Euler (Lynch & Park §9.5, "Euler integration algorithm for forward
-    dynamics"): ``q+ = q + h qd``, ``qd+ = qd + h a(t, q, qd)``.  First order (global error
-    O(h)); it adds energy to every undamped oscillation (amplification sqrt(1 + (w h)^2) per
+    dynamics"): ``q+ = q + dt qd``, ``qd+ = qd + dt a(t, q, qd)``.  First order (global error
+    O(dt)); it adds energy to every undamped oscillation (amplification sqrt(1 + (w dt)^2) per
     step for a mode of frequency w), so it drifts visibly.
 ``semi_implicit_euler``
-    semi-implicit (symplectic) Euler: ``qd+ = qd + h a(t, q, qd)``, ``q+ = q + h qd+``.  First
+    semi-implicit (symplectic) Euler: ``qd+ = qd + dt a(t, q, qd)``, ``q+ = q + dt qd+``.  First
     order.  It is symplectic, with bounded energy error, only when the mass matrix is constant
     (a pendulum, a Cartesian gantry); for an arm, whose ``M(q)`` varies, it has no such
     guarantee (free-falling Panda, 10 s at 1 kHz: an energy error larger than explicit Euler's).
     Its advantage is stability: it keeps stiff contacts (the position limits) better damped.
 ``rk4``
-    the classical fourth-order Runge-Kutta method (global error O(h^4), four evaluations of the
+    the classical fourth-order Runge-Kutta method (global error O(dt^4), four evaluations of the
     forward dynamics per step).  The default.
 ``adaptive``
     :func:`scipy.integrate.solve_ivp` with the Dormand-Prince 8(5,3) method (``DOP853``) over each
@@ -49,7 +49,7 @@ step costs little more than its four evaluations of the forward dynamics.
     Python-level solver call per step); for reference runs, not for real time.
 
 Position limits.  A joint beyond a limit is held by a one-sided, critically damped spring-damper
-tied to the step (``w h = LIMIT_OMEGA_STEP``): see :mod:`robot_dynamics.equations_of_motion`.
+tied to the step (``w dt = LIMIT_OMEGA_STEP``): see :mod:`robot_dynamics.equations_of_motion`.
 
 Elastic joints (``joint_stiffness=K``; Spong Ex. 6.2 for every joint, :mod:`robot_dynamics.elastic`).
 The state grows by the motor angles ``theta`` reflected to the link side and their rates; the
@@ -61,7 +61,7 @@ rotor inertia), and the motors ``J theta_dd = sat(tau_cmd) - B_m theta_d - K (th
 adds to the joints' (``B = B_l + r^2 B_m``, Spong Ex. 6.1).  Every integrator integrates both.
 
 Viscous damping and the friction's smoothing are explicit too: the linearized friction has a
-damping ``F_c / eps``; where ``h F_c / (eps m) > 2`` (``m`` the joint's apparent inertia) the
+damping ``F_c / eps``; where ``dt F_c / (eps m) > 2`` (``m`` the joint's apparent inertia) the
 velocity chatters inside the ``+-eps`` band instead of settling, but the friction is bounded by
 ``F_c`` so it cannot blow up.  Raise ``friction_velocity`` (``eps``) if that matters.
 
@@ -83,6 +83,7 @@ from .contact import ContactModel, contact_wrenches_at
 from .elastic import elastic_energy, stiffness_vector
 from .equations_of_motion import DEFAULT_FRICTION_VELOCITY, LIMIT_OMEGA_STEP, Physics
 from .integrators import BAD_COMMAND, DERIVATIVE, EULER, NON_FINITE, RK4, SEMI_IMPLICIT_EULER, step as compiled_step
+from .model import given_limits
 from .wrenches import wrench_arrays
 
 ADAPTIVE_EVALUATIONS = 20_000
@@ -90,7 +91,7 @@ ADAPTIVE_EVALUATIONS = 20_000
 step of Panda-7 takes 12-40): beyond, an absurd state (joint speeds of 1e200) would keep
 ``solve_ivp`` shrinking its step for minutes, freezing the node."""
 
-#: integrator name -> (code of the compiled step, the instants of the step, as fractions of ``h``,
+#: integrator name -> (code of the compiled step, the instants of the step, as fractions of ``dt``,
 #: at which its stages evaluate the command); the adaptive integrator runs in scipy instead.
 _COMPILED = {
     "euler": (EULER, (0.0,)),
@@ -156,9 +157,7 @@ class Simulator:
         if self._stiffness is not None:
             stiffness_vector(model, self._stiffness)  # a new model must keep its rotors
         self._model = model
-        effort = np.asarray(model.effort_limits, dtype=float)
-        # A URDF effort of 0 (a common xacro default) means "not given", not "cannot move".
-        self._effort_limit = np.where(effort > 0, effort, np.inf)
+        self._effort_limit = given_limits(model.effort_limits)
         if getattr(self, "_contact", None) is not None:
             self._contact_array = self._contact.array(model)
         self._physics_cache = self._wrench_cache = (None, None)
@@ -283,13 +282,13 @@ class Simulator:
 
     # -- dynamics --------------------------------------------------------------------------------
 
-    def acceleration(self, q, qd, tau, external_wrenches=None, h=1e-3, motor_q=None, motor_qd=None):
+    def acceleration(self, q, qd, tau, external_wrenches=None, dt=1e-3, motor_q=None, motor_qd=None):
         """``a(q, qd)``: joint accelerations under the command ``tau`` (saturated here), all forces included.
 
-        ``h`` is the step that sets the position limits' stiffness.  With elastic joints the motors
+        ``dt`` is the step that sets the position limits' stiffness.  With elastic joints the motors
         are at ``motor_q``/``motor_qd`` (default: at the links) and the result is ``(qdd, motor_qdd)``.
         """
-        physics, effort_limit = self._physics(external_wrenches, h)
+        physics, effort_limit = self._physics(external_wrenches, dt)
         x, xd = self._vector(q, "q"), self._vector(qd, "qd")
         if self._stiffness is not None:
             x = np.concatenate((x, self._vector(x if motor_q is None else motor_q, "motor_q")))
@@ -304,15 +303,15 @@ class Simulator:
             return acceleration[:self._model.nv], acceleration[self._model.nv:]
         return acceleration
 
-    def _physics(self, wrenches, h):
-        """``(physics, effort_limit)`` of a step of ``h`` s under ``wrenches``: the kernels' :class:`Physics`
+    def _physics(self, wrenches, dt):
+        """``(physics, effort_limit)`` of a step of ``dt`` s under ``wrenches``: the kernels' :class:`Physics`
         (a plain tuple) and the saturation (+inf where none).
 
         Cached per setting, and per wrenches' contents: the node passes the same wrenches step
         after step, and building their arrays costs more than the step itself.
         """
         key = (self.enforce_effort_limits, self.apply_damping, self.apply_friction, self.enforce_position_limits,
-               self.friction_velocity, h)
+               self.friction_velocity, dt)
         if self._physics_cache[0] != key:
             model, n, elastic = self._model, self._model.nv, self._stiffness is not None
             everywhere = np.full(n, np.inf)
@@ -326,7 +325,7 @@ class Simulator:
                 friction=np.array(model.friction, dtype=float) if self.apply_friction else np.zeros(n),
                 friction_velocity=self.friction_velocity,
                 limits=np.array([lower, upper]) if self.enforce_position_limits else np.array([-everywhere, everywhere]),
-                omega=LIMIT_OMEGA_STEP / h,
+                omega=LIMIT_OMEGA_STEP / dt,
                 wrench_bodies=np.zeros(0, dtype=np.int64), wrench_points=np.zeros((0, 3)),
                 wrench_values=np.zeros((1, 0, 6)),
                 motors=np.array([self._stiffness, model.armature, model.motor_damping if self.apply_damping else np.zeros(n)])
@@ -382,29 +381,29 @@ class Simulator:
             q, qd, self._motor_q, self._motor_qd = q[:n], qd[:n], q[n:], qd[n:]
         self._q, self._qd, self.applied_effort, self._t = q, qd, applied, t + dt
 
-    def _compiled(self, physics, effort_limit, tau, t, h):
+    def _compiled(self, physics, effort_limit, tau, t, dt):
         """``(q+, qd+, applied command)`` by the compiled step of the integrator."""
         model = self._model
         method, instants = _COMPILED[self._integrator_name]
         if callable(tau):
-            commands = np.array([self._vector(tau(t + fraction * h), "tau(t)") for fraction in instants])
+            commands = np.array([self._vector(tau(t + fraction * dt), "tau(t)") for fraction in instants])
         else:  # checked for finiteness in the compiled step, which costs nothing there
             commands = self._vector(tau, "tau", finite=False).reshape(1, model.nv)
         x, xd = (self._q, self._qd) if self._stiffness is None else self._state()
         out = np.empty((3, x.shape[0]))
-        status = compiled_step(method, physics, effort_limit, commands, x, xd, h, out)
+        status = compiled_step(method, physics, effort_limit, commands, x, xd, dt, out)
         if status == BAD_COMMAND:
             self._vector(commands[0], "tau")  # raises, naming the joints
             raise ValueError("tau is not finite")
         if status == NON_FINITE:
-            raise SimulationError(f"{model.name}: the state became non-finite at t = {t + h:.6f} s; "
+            raise SimulationError(f"{model.name}: the state became non-finite at t = {t + dt:.6f} s; "
                                   "the last finite state is kept")
         if status >= 0:
             raise SimulationError(f"{model.name}: {self._singular(status)} at t = {t:.6f} s; "
                                   "the last finite state is kept")
         return out[0], out[1], out[2] if self._stiffness is None else out[2, :model.nv]
 
-    def _adaptive(self, physics, effort_limit, tau, t, h):
+    def _adaptive(self, physics, effort_limit, tau, t, dt):
         """``(q+, qd+, applied command)`` by the error-controlled Dormand-Prince 8(5,3) method
         (``scipy.integrate.solve_ivp``, ``DOP853``) over the step."""
         from scipy.integrate import solve_ivp  # here: 0.4-0.6 s of import that the dynamics node's start needs not pay
@@ -443,7 +442,7 @@ class Simulator:
         applied = np.clip(command(t), -effort_limit, effort_limit)
         try:
             with np.errstate(all="ignore"):
-                solution = solve_ivp(f, (t, t + h), np.concatenate((x0, xd0)), method="DOP853",
+                solution = solve_ivp(f, (t, t + dt), np.concatenate((x0, xd0)), method="DOP853",
                                      rtol=self.rtol, atol=self.atol)
         except _CommandError as error:
             raise ValueError(str(error)) from None

@@ -15,10 +15,9 @@ Conventions (Lynch & Park ch. 8-9; Featherstone):
 
 import math
 
-import numba
 import numpy as np
 
-njit = numba.njit(cache=True)
+from .jit import njit
 
 
 @njit

@@ -63,14 +63,6 @@ def load_urdf(source, mimic=True, couplings=None):
     ...
     robot_dynamics.urdf.URDFError: the URDF has several root links (links that are no joint's child): 'a', 'b'
     """
-    model = _model(source, mimic, couplings)
-    _warn_massless_joints(model)  # a rotor alone gives a joint inertia
-    return model
-
-
-def _model(source, mimic=True, couplings=None):
-    """:func:`load_urdf`'s model without its check for joints that move no mass, which computes the
-    mass matrix: ``warm_up``'s two processes load this one, and compile that kernel in one of them."""
     xml = _read(source)
     robot, declared = _parse(xml)
     if not mimic:
@@ -78,7 +70,9 @@ def _model(source, mimic=True, couplings=None):
     declared.update(_api_couplings(couplings))
     model = _build(robot, declared)
     armature, motor_damping = reflected_motor_terms(ET.fromstring(xml), model)
-    return model.with_armature(armature, motor_damping)
+    model = model.with_armature(armature, motor_damping)
+    _warn_massless_joints(model)  # a rotor alone gives a joint inertia
+    return model
 
 
 def _read(source):

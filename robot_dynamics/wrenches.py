@@ -6,13 +6,10 @@ The compiled :func:`add_wrench_torques` is what the simulator adds to its forces
 
 import numpy as np
 
-import numba
-
+from .jit import njit
 from .kernels import POSE_COLUMNS, add_joint_force, finite, jacobian_column, joint_poses, point_in_world, vec, world_poses
 from .model import PARENT
 from .spatial import dot
-
-njit = numba.njit(cache=True)
 
 
 @njit

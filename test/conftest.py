@@ -4,7 +4,8 @@ ROS isolation: each pytest run, and each pytest-xdist worker in it, gets its own
 ``ROS_DOMAIN_ID`` and localhost-only discovery, set before any test imports rclpy,
 so parallel runs on one machine never see each other's topics.
 
-Compilation: the controller compiles the dynamics kernels once, before the workers start.
+Compilation: the controller compiles the dynamics kernels once (what ``robot-dynamics compile``
+runs), before the workers start.
 """
 
 import os
@@ -29,9 +30,9 @@ def pytest_configure(config):
         # Compile the dynamics kernels into numba's on-disk cache once, before any worker or node
         # process starts: every node started by a test would otherwise compile them itself at
         # start-up (12-30 s on a fresh clone), longer than the tests wait for a node to come up.
-        from robot_dynamics.warm_up import warm_up
+        from robot_dynamics.compiling import compile_parts
 
-        warm_up()
+        compile_parts()
     else:
         base = int(os.environ["ROBOT_DYNAMICS_TEST_DOMAIN_BASE"])
         worker_index = int(worker_input["workerid"].removeprefix("gw"))

@@ -44,6 +44,16 @@ def test_rclpy_reads_back_every_field(names, frame_id):
         np.testing.assert_array_equal(msg.effort, effort)
 
 
+@pytest.mark.parametrize("names", NAME_SETS, ids=lambda names: f"{len(names)} names")
+def test_efforts_only_leaves_position_and_velocity_empty(names):
+    effort = np.arange(len(names)) - 0.5
+    writer = JointStateWriter(names, "base", efforts_only=True)
+    msg = deserialize_message(writer.serialize(7, 8, None, None, effort), JointState)
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id, list(msg.name)) == (7, 8, "base", names)
+    assert len(msg.position) == len(msg.velocity) == 0
+    np.testing.assert_array_equal(msg.effort, effort)
+
+
 def test_wrong_length_is_refused():
     writer = JointStateWriter(["a", "b"])
     with pytest.raises(ValueError, match="expected 2 values"):

@@ -12,7 +12,7 @@ from robot_dynamics import control
 from robot_dynamics.nodes.contact_plan import (
     CollisionDetector, EffortTracker, Rejected, coerce_contact, compile_contact,
 )
-from robot_dynamics.nodes.dynamics_plan import Settings, compile_plan
+from robot_dynamics.nodes.dynamics_plan import Settings, make_plan as compile_plan
 from robot_dynamics.observer import MomentumObserver
 from robot_dynamics.simulation import Simulator
 from robot_dynamics.tools.benchmarks.robots import panda7_urdf

@@ -12,7 +12,7 @@ from robot_dynamics.nodes.dynamics_inputs import (
     MAX_CACHED_NAME_LISTS, NEVER, DesiredStateReader, JointStateMerger, desired_accelerations,
 )
 from robot_dynamics.nodes.dynamics_plan import (
-    PARAMETERS, Desired, Settings, coerce_setting, compile_plan, servo_terms,
+    PARAMETERS, Desired, Settings, coerce_setting, make_plan, servo_terms,
 )
 from robot_dynamics.nodes.parameters import Rejected
 from robot_dynamics.robots import bundled_urdf
@@ -61,8 +61,8 @@ def test_bad_values_are_refused_with_the_reason(field, value, reason):
         coerce_setting(field, value)
 
 
-def test_compile_plan_orders_gains_payload_and_mimic(arm):
-    plan = compile_plan(arm, Settings(joints=("arm7_joint3", "arm7_joint1"), kp=(4.0, 9.0), kd=(1.0,),
+def test_make_plan_orders_gains_payload_and_mimic(arm):
+    plan = make_plan(arm, Settings(joints=("arm7_joint3", "arm7_joint1"), kp=(4.0, 9.0), kd=(1.0,),
                                       payload_link="arm7_hand", payload_mass=2.0))
     index = {n: i for i, n in enumerate(arm.joint_names)}
     assert plan.names == ["arm7_joint3", "arm7_joint1"] and not plan.full
@@ -73,17 +73,17 @@ def test_compile_plan_orders_gains_payload_and_mimic(arm):
                                rd.gravity_torques(arm.with_payload("arm7_hand", 2.0, (0, 0, 0), (0.0,) * 6),
                                                   np.zeros(arm.nv)))
     assert "arm7_finger_joint2" in plan.mimic and plan.state_timeout_ns == 100 * MS
-    assert compile_plan(arm, Settings()).full
+    assert make_plan(arm, Settings()).full
     with pytest.raises(ValueError, match="kp has 2 values; give one, or one per output joint"):
-        compile_plan(arm, Settings(kp=(1.0, 2.0)))
+        make_plan(arm, Settings(kp=(1.0, 2.0)))
     with pytest.raises(ValueError, match="payload.link 'nowhere' is not a link"):
-        compile_plan(arm, Settings(payload_link="nowhere"))
+        make_plan(arm, Settings(payload_link="nowhere"))
     with pytest.raises(ValueError, match="mimic another joint"):
-        compile_plan(arm, Settings(joints=("arm7_finger_joint2",)))
+        make_plan(arm, Settings(joints=("arm7_finger_joint2",)))
 
 
 def test_servo_terms_feed_the_computed_torque_law(two_link):
-    plan = compile_plan(two_link, Settings(kp=(100.0,), kd=(20.0,)))
+    plan = make_plan(two_link, Settings(kp=(100.0,), kd=(20.0,)))
     q, qd = np.array([0.4, -0.7]), np.array([0.3, -1.2])
     # the continuous shoulder's target 2 pi - 0.1 ahead is 0.1 behind; the elbow's is not wrapped
     desired = Desired(np.array([0.5, -0.25]), None, np.array([q[0] + 2 * np.pi - 0.1, q[1] + 0.2]), 0, "t")
@@ -94,7 +94,7 @@ def test_servo_terms_feed_the_computed_torque_law(two_link):
                                   plan.kp, plan.kd)
     np.testing.assert_allclose(tau, rd.inverse_dynamics(two_link, q, qd, qdd_d + 100.0 * e + 20.0 * ed), atol=1e-12)
     # a subset of output joints: the others get no acceleration at all
-    plan = compile_plan(two_link, Settings(joints=("elbow",)))
+    plan = make_plan(two_link, Settings(joints=("elbow",)))
     qdd_d, e, ed = servo_terms(plan, Desired(np.array([1.0]), np.array([0.5]), None, 0, "t"), q, qd)
     np.testing.assert_array_equal(qdd_d, [0.0, 1.0])
     np.testing.assert_array_equal(e, [0.0, 0.0])
@@ -102,7 +102,7 @@ def test_servo_terms_feed_the_computed_torque_law(two_link):
 
 
 def test_joint_states_are_merged_by_name_and_checked(arm):
-    plan = compile_plan(arm, Settings(state_timeout=0.1))
+    plan = make_plan(arm, Settings(state_timeout=0.1))
     state = JointStateMerger(plan)
     assert (state.q_ns == NEVER).all() and "position never received for" in state.missing(state.q_ns, 0, "position")
     arm_names = [n for n in arm.joint_names if "finger" not in n]
@@ -130,13 +130,13 @@ def test_joint_states_are_merged_by_name_and_checked(arm):
     fresh, _ = state.update(["other_robot_joint"], [1.0], [], [], 9 * MS)
     assert not fresh  # nothing of this robot: no output
     # a new model keeps what it can, by name
-    smaller = compile_plan(arm, Settings(joints=("arm7_joint2",)))
+    smaller = make_plan(arm, Settings(joints=("arm7_joint2",)))
     kept = JointStateMerger(smaller, state)
     np.testing.assert_array_equal(kept.q, state.q)
 
 
 def test_desired_inputs_are_put_in_output_order_and_checked(arm):
-    plan = compile_plan(arm, Settings(joints=("arm7_joint2", "arm7_joint1")))
+    plan = make_plan(arm, Settings(joints=("arm7_joint2", "arm7_joint1")))
     desired = desired_accelerations([1.0, 2.0], plan, 3)
     assert list(desired.qdd) == [1.0, 2.0] and desired.q is None and desired.received_ns == 3
     with pytest.raises(Rejected, match=r"3 values, expected 2 \(one per output joint"):
@@ -160,7 +160,7 @@ def test_desired_inputs_are_put_in_output_order_and_checked(arm):
 
 def test_name_list_caches_are_bounded(two_link):
     """Publishers whose joint-name lists keep changing don't grow the node's memory."""
-    plan = compile_plan(two_link, Settings())
+    plan = make_plan(two_link, Settings())
     state, reader = JointStateMerger(plan), DesiredStateReader(plan)
     for i in range(3 * MAX_CACHED_NAME_LISTS):
         names = ["shoulder", "elbow", f"other{i}"]
@@ -175,7 +175,7 @@ def test_joint_states_of_joints_coupled_to_several_coordinates_are_checked_not_u
     """The five-bar's cut joints (q3 = q1 - q2, q4 = q2 - q1 + pi) may come in joint_states: a value that
     disagrees with its coordinates is reported, one that agrees passes silently, neither is used."""
     five_bar = rd.load_urdf("five_bar")
-    plan = compile_plan(five_bar, Settings(state_timeout=0.1))
+    plan = make_plan(five_bar, Settings(state_timeout=0.1))
     assert plan.mimic == {"q3": (((0, 1.0), (1, -1.0)), 0.0), "q4": (((1, 1.0), (0, -1.0)), math.pi)}
     state = JointStateMerger(plan)
     fresh, warning = state.update(["q1", "q2", "q3", "q4"], [0.5, 0.2, 0.3, 0.2 - 0.5 + math.pi], [], [], 5 * MS)

@@ -325,14 +325,14 @@ def test_identified_urdf_loads_here_and_in_pinocchio_with_the_identified_dynamic
 def test_payload_yaml_holds_the_dynamics_nodes_parameters():
     import yaml
 
-    from robot_dynamics.nodes.dynamics_plan import PARAMETERS, Settings, coerce_setting, compile_plan
+    from robot_dynamics.nodes.dynamics_plan import PARAMETERS, Settings, coerce_setting, make_plan
 
     theta = inertial_parameters_about_origin(1.5, [0.01, 0.02, 0.03], np.diag([0.01, 0.02, 0.025]))
     values = yaml.safe_load(payload_yaml("arm7_hand", theta))["robot_dynamics"]["ros__parameters"]["payload"]
     names = {parameter.name: parameter.field for parameter in PARAMETERS}
     fields = {names[f"payload.{key}"]: coerce_setting(names[f"payload.{key}"], value) for key, value in values.items()}
     arm = rd.load_urdf(bundled_urdf("arm7_gripper"))
-    plan = compile_plan(arm, Settings(**fields))
+    plan = make_plan(arm, Settings(**fields))
     q = np.full(arm.nv, 0.3)
     expected = arm.with_payload("arm7_hand", 1.5, [0.01, 0.02, 0.03], np.diag([0.01, 0.02, 0.025]))
     np.testing.assert_allclose(rd.gravity_torques(plan.model, q), rd.gravity_torques(expected, q), rtol=1e-12)
@@ -402,11 +402,11 @@ def test_cli_identify_writes_the_files_and_errors_are_one_line(tmp_path, planar_
 # ----------------------------------------------------------------- the trajectory publisher plays it
 
 def test_trajectory_publisher_plays_the_excitation_file(tmp_path, planar, planar_excitation):
-    from robot_dynamics.nodes.trajectory_plan import Settings, coerce_setting, compile_trajectory
+    from robot_dynamics.nodes.trajectory_plan import Settings, coerce_setting, make_trajectory
 
     path = tmp_path / "excitation.csv"
     write_trajectory_csv(path, planar_excitation, 10.0, 1000.0)
-    played = compile_trajectory(planar, Settings(excitation_file=coerce_setting("excitation_file", str(path))))
+    played = make_trajectory(planar, Settings(excitation_file=coerce_setting("excitation_file", str(path))))
     assert played.names == list(planar.joint_names) and "start pose" in played.notes[0]
     for t in (0.0, 1.2345, 7.5):
         for exact, sent in zip(planar_excitation(t), played.at(t)):
@@ -414,7 +414,7 @@ def test_trajectory_publisher_plays_the_excitation_file(tmp_path, planar, planar
     np.testing.assert_allclose(played.at(20.0)[0], planar_excitation(10.0)[0], atol=1e-8)  # held at the end, at rest
     np.testing.assert_allclose(played.at(20.0)[1], 0, atol=1e-8)
     with pytest.raises(ValueError, match="excitation_file .*missing.csv"):
-        compile_trajectory(planar, Settings(excitation_file=str(tmp_path / "missing.csv")))
+        make_trajectory(planar, Settings(excitation_file=str(tmp_path / "missing.csv")))
     arm = rd.load_urdf(bundled_urdf("arm7_gripper"))
     with pytest.raises(ValueError, match="theta1"):
-        compile_trajectory(arm, Settings(excitation_file=str(path)))
+        make_trajectory(arm, Settings(excitation_file=str(path)))

@@ -28,7 +28,9 @@ try:
     from ament_index_python.packages import get_package_share_directory
 
     get_package_share_directory("robot_dynamics")
-except (ImportError, LookupError, ValueError, OSError):
+except (ImportError, LookupError, ValueError, OSError) as error:
+    if os.environ.get("ROBOT_DYNAMICS_REQUIRE_LAUNCH_TESTS"):  # (.ci/run: CI must run them)
+        raise RuntimeError(f"the launch tests cannot run: {error}") from None
     pytest.skip("needs ROS 2 launch and a colcon workspace of the package: ./dev test runs this file in "
                 ".venv-launch when ../shared/wheels/ros2-launch exists (./dev launch-test alone)",
                 allow_module_level=True)
@@ -40,6 +42,7 @@ from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 import robot_dynamics as rd  # noqa: E402
 from robot_dynamics.robots import bundled_robot_names  # noqa: E402
 from robot_dynamics import control  # noqa: E402
+from robot_dynamics.compiling import ALL, COLD_SECONDS  # noqa: E402
 from robot_dynamics.tools.demo import analysis  # noqa: E402
 
 from ros_helpers import RosHarness, publish_until  # noqa: E402
@@ -189,7 +192,7 @@ def controller_stalled(run):
 COMMANDS_STALE = "no effort command for"
 
 
-def record_loop(probe, namespace, model, running, retried=False):
+def record_loop(probe, namespace, model, running, retried=False, start_timeout=START_TIMEOUT):
     """The metrics of analysis.analyse (RMS tracking error, rates) over RECORD s of the launched loop,
     and the recorded run. A recording spoilt by a stall of the host (of the simulator or of the
     controller) is repeated once."""
@@ -221,11 +224,11 @@ def record_loop(probe, namespace, model, running, retried=False):
     probe.node.create_subscription(JointState, f"{namespace}/computed_torques", on_torques, deep)
     probe.node.create_subscription(JointState, f"{namespace}/joint_states", on_state, deep)
     probe.node.create_subscription(JointTrajectory, f"{namespace}/desired_state", on_desired, deep)
-    deadline = time.monotonic() + START_TIMEOUT
+    deadline = time.monotonic() + start_timeout
     while not (len(run.torques) and len(run.state) and len(run.desired)):
         assert running.process.poll() is None, f"the launch ended:\n{running.output()}"
         assert time.monotonic() < deadline, (
-            f"no computed_torques, joint_states and desired_state within {START_TIMEOUT} s:\n{running.output()}")
+            f"no computed_torques, joint_states and desired_state within {start_timeout} s:\n{running.output()}")
         time.sleep(0.05)
     time.sleep(1.5)  # the trajectory's smooth start (ramp_time 1 s) and the first transients
     stale_episodes = running.output().count(COMMANDS_STALE)
@@ -319,11 +322,12 @@ def test_the_first_simulation_launch_compiles_the_kernels_once_before_any_node_s
     model = rd.load_urdf("planar_2r")
     namespace = f"/launch_cold_{uuid.uuid4().hex[:6]}"
     running = launch("simulation.launch.py", "urdf:=planar_2r", f"namespace:={namespace}")
-    metrics, _ = record_loop(probe, namespace, model, running)
+    # the compile comes first: up to three times its figure on this busy a machine
+    metrics, _ = record_loop(probe, namespace, model, running, start_timeout=START_TIMEOUT + 3 * COLD_SECONDS[ALL])
     assert metrics.rms_total < TRACKING_BOUND, metrics.rms_total
     output = running.output()
-    assert "compiling the dynamics kernels before starting the nodes" in output, output
-    assert output.index("dynamics kernels compiled in") < output.index("process started"), output
+    assert "compiling the kernels of dynamics_node, simulator" in output, output
+    assert output.index(" kernel signatures in ") < output.index("process started"), output
     by_nodes = [line for line in output.splitlines() if re.match(r"\[\w+-\d+\] \[cache\] data saved", line)]
     assert not by_nodes, f"nodes compiled kernels the launch had compiled: {by_nodes}"
     for node in ("simulator_node", "dynamics_node"):  # (their numba reports reach the output: they loaded)

@@ -485,27 +485,27 @@ def test_dynamics_node_armature_overrides_the_urdf():
     from robot_dynamics.nodes import dynamics_plan
 
     model = single_link()  # armature 0.5 from its transmission
-    plan = dynamics_plan.compile_plan(model, dynamics_plan.Settings())
+    plan = dynamics_plan.make_plan(model, dynamics_plan.Settings())
     np.testing.assert_allclose(plan.model.armature, [RATIO ** 2 * ROTOR])
     settings = dynamics_plan.Settings(armature=dynamics_plan.coerce_setting("armature", [0.2]))
-    np.testing.assert_allclose(dynamics_plan.compile_plan(model, settings).model.armature, [0.2])
+    np.testing.assert_allclose(dynamics_plan.make_plan(model, settings).model.armature, [0.2])
     arm = rd.load_urdf(rd.examples.TWO_LINK_URDF)
     settings = dynamics_plan.Settings(motor_joint_names=("elbow",), armature=(0.3,))
-    plan = dynamics_plan.compile_plan(arm, settings)
+    plan = dynamics_plan.make_plan(arm, settings)
     np.testing.assert_allclose(plan.model.armature, [0, 0.3])
     np.testing.assert_allclose(rd.mass_matrix(plan.model, [0, 0]), [[5, 2], [2, 1.3]])
     for bad, message in (((("elbow",), (0.3, 0.1)), "armature has 2 values"), ((("wrist",), (0.3,)), "not joints"),
                          (((), (-1.0, 0.0)), "armature must be >= 0")):
         with pytest.raises(ValueError, match=message):
-            dynamics_plan.compile_plan(arm, dynamics_plan.Settings(motor_joint_names=bad[0], armature=bad[1]))
+            dynamics_plan.make_plan(arm, dynamics_plan.Settings(motor_joint_names=bad[0], armature=bad[1]))
 
 
 def test_simulator_node_joint_stiffness_plan():
     from robot_dynamics.nodes import simulator_plan
 
     arm = rd.load_urdf(rd.examples.TWO_LINK_URDF)
-    assert simulator_plan.compile_plan(arm, simulator_plan.Settings()).stiffness == ()
-    plan = simulator_plan.compile_plan(arm, simulator_plan.Settings(
+    assert simulator_plan.make_plan(arm, simulator_plan.Settings()).stiffness == ()
+    plan = simulator_plan.make_plan(arm, simulator_plan.Settings(
         motor_joint_names=("elbow", "shoulder"), armature=(0.2, 0.4), joint_stiffness=(300.0, 500.0)))
     assert plan.stiffness == (500.0, 300.0)
     np.testing.assert_allclose(plan.model.armature, [0.4, 0.2])
@@ -515,7 +515,7 @@ def test_simulator_node_joint_stiffness_plan():
         (dict(armature=(0.2, 0.2), joint_stiffness=(300.0, 0.0)), "positive and finite"),
     ):
         with pytest.raises(ValueError, match=message):
-            simulator_plan.compile_plan(arm, simulator_plan.Settings(**settings))
+            simulator_plan.make_plan(arm, simulator_plan.Settings(**settings))
 
 
 def test_docs_node_parameters_compile():
@@ -526,6 +526,6 @@ def test_docs_node_parameters_compile():
     (block,) = _blocks("yaml")
     values = yaml.safe_load(block)["robot_dynamics_simulator"]["ros__parameters"]
     settings = simulator_plan.Settings(**{name: simulator_plan.coerce_setting(name, value) for name, value in values.items()})
-    plan = simulator_plan.compile_plan(rd.load_urdf(bundled_urdf("planar_2r")), settings)
+    plan = simulator_plan.make_plan(rd.load_urdf(bundled_urdf("planar_2r")), settings)
     assert plan.stiffness == (1500.0, 1500.0)
     np.testing.assert_array_equal(plan.model.armature, [0.5, 0.5])

@@ -15,6 +15,7 @@ from robot_dynamics.nodes.safety import (
     description_text,
 )
 from robot_dynamics.nodes.simulator_inputs import DRIVE_BANDWIDTH, Commands, drive_torques
+from robot_dynamics.nodes.simulator_plan import Drives
 from robot_dynamics.robots import urdf_file
 from robot_dynamics.simulation import Simulator
 
@@ -84,25 +85,25 @@ def test_joints_without_limits_are_not_limited():
 def test_settings_that_make_the_outputs_non_finite_are_refused(arm7):
     check_outputs_finite(arm7, "defaults")
     with pytest.raises(ValueError, match="gravity .* non-finite"):
-        dynamics_plan.compile_plan(arm7, dynamics_plan.Settings(gravity=(1e308, 0.0, 0.0)))
+        dynamics_plan.make_plan(arm7, dynamics_plan.Settings(gravity=(1e308, 0.0, 0.0)))
     link = arm7.link_names[-1]
     far = dynamics_plan.Settings(payload_link=link, payload_mass=1e4, payload_com=(1e200, 0.0, 0.0))
     with pytest.raises(ValueError, match="payload 10000 kg .* non-finite"):
-        dynamics_plan.compile_plan(arm7, far)
+        dynamics_plan.make_plan(arm7, far)
     with pytest.raises(ValueError, match="gravity .* non-finite"):
-        simulator_plan.compile_plan(arm7, simulator_plan.Settings(gravity=(0.0, 1e308, 0.0)))
+        simulator_plan.make_plan(arm7, simulator_plan.Settings(gravity=(0.0, 1e308, 0.0)))
 
 
 def test_a_robot_without_moving_joints_is_refused():
     fixed = rd.load_urdf("<robot name='still'><link name='a'/><link name='b'/>"
                          "<joint name='j' type='fixed'><parent link='a'/><child link='b'/></joint></robot>")
     with pytest.raises(ValueError, match="no moving joints"):
-        dynamics_plan.compile_plan(fixed, dynamics_plan.Settings())
+        dynamics_plan.make_plan(fixed, dynamics_plan.Settings())
 
 
 def test_an_implausible_initial_state_is_refused(arm7):
     with pytest.raises(ValueError, match="initial state not plausible: velocities above"):
-        simulator_plan.compile_plan(arm7, simulator_plan.Settings(initial_velocities=(1e300,) * arm7.nv))
+        simulator_plan.make_plan(arm7, simulator_plan.Settings(initial_velocities=(1e300,) * arm7.nv))
 
 
 def test_closest_name():
@@ -126,13 +127,13 @@ def test_drive_torques_when_the_commands_stop(arm7):
     q, qd = q_hold + 0.01, rng.uniform(-1, 1, arm7.nv)
     commands = stale_commands(arm7, q_hold)
     w, m, g = DRIVE_BANDWIDTH, np.diag(rd.mass_matrix(arm7, q)), rd.gravity_torques(arm7, q)
-    np.testing.assert_array_equal(drive_torques(arm7, q, qd, commands, "zero_torque", False), np.zeros(arm7.nv))
-    np.testing.assert_allclose(drive_torques(arm7, q, qd, commands, "brake", False), g - 2 * w * m * qd)
-    np.testing.assert_allclose(drive_torques(arm7, q, qd, commands, "hold_position", False),
+    np.testing.assert_array_equal(drive_torques(Drives(arm7), q, qd, commands, "zero_torque", False), np.zeros(arm7.nv))
+    np.testing.assert_allclose(drive_torques(Drives(arm7), q, qd, commands, "brake", False), g - 2 * w * m * qd)
+    np.testing.assert_allclose(drive_torques(Drives(arm7), q, qd, commands, "hold_position", False),
                                g + m * (w * w * (q_hold - q) - 2 * w * qd))
     # a live command is applied as it is, whatever the mode
     commands.accept(np.arange(arm7.nv), np.full(arm7.nv, 2.5), 0.3, 0.1)
-    np.testing.assert_array_equal(drive_torques(arm7, q, qd, commands, "hold_position", False), 2.5)
+    np.testing.assert_array_equal(drive_torques(Drives(arm7), q, qd, commands, "hold_position", False), 2.5)
 
 
 def test_hold_position_brings_a_falling_arm_back_and_brake_stops_it(arm7):
@@ -145,7 +146,7 @@ def test_hold_position_brings_a_falling_arm_back_and_brake_stops_it(arm7):
         sim = Simulator(arm7, q0.copy(), np.zeros(arm7.nv))
         commands = stale_commands(arm7, q0)
         for _ in range(steps):
-            sim.step(drive_torques(arm7, sim.q, sim.qd, commands, mode, False), dt)
+            sim.step(drive_torques(Drives(arm7), sim.q, sim.qd, commands, mode, False), dt)
         final[mode] = (sim.q.copy(), sim.qd.copy())
     assert np.abs(final["hold_position"][0] - q0).max() < 1e-3
     assert np.abs(final["hold_position"][1]).max() < 1e-2
@@ -160,7 +161,7 @@ def test_velocity_limits_brake_a_joint_that_is_too_fast(arm7):
     qd[1] = 3.0 * vmax[1]
     commands = Commands(arm7.nv)
     commands.accept(np.arange(arm7.nv), np.full(arm7.nv, 1.0), 0.0, 0.1)
-    tau = drive_torques(arm7, q, qd, commands, "zero_torque", True)
+    tau = drive_torques(Drives(arm7), q, qd, commands, "zero_torque", True)
     m, g = np.diag(rd.mass_matrix(arm7, q)), rd.gravity_torques(arm7, q)
     assert tau[1] == pytest.approx(g[1] - 2 * DRIVE_BANDWIDTH * m[1] * 2.0 * vmax[1])
     np.testing.assert_array_equal(np.delete(tau, 1), 1.0)

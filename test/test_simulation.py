@@ -360,15 +360,15 @@ def test_tree_branches_and_has_every_joint_kind():
 # ------------------------------------------------------------------------------------------------
 
 
-def energy_drift(integrator, seconds=10.0, h=1e-3):
+def energy_drift(integrator, seconds=10.0, dt=1e-3):
     model = model_of("panda7")
     sim = Simulator(model, PANDA_HOME, integrator=integrator,
                     enforce_effort_limits=False, enforce_position_limits=False)
     initial = sim.energy()
     zero = np.zeros(model.nv)
     worst = 0.0
-    for k in range(int(round(seconds / h))):
-        sim.step(zero, h)
+    for k in range(int(round(seconds / dt))):
+        sim.step(zero, dt)
         if k % 20 == 19:
             worst = max(worst, abs(sim.energy() - initial))
     return worst, initial

@@ -9,7 +9,7 @@ import pytest
 import robot_dynamics as rd
 from robot_dynamics.nodes.parameters import Rejected
 from robot_dynamics.nodes.simulator_inputs import Commands, effort_command, external_wrench, named_efforts
-from robot_dynamics.nodes.simulator_plan import PARAMETERS, Settings, coerce_setting, compile_plan
+from robot_dynamics.nodes.simulator_plan import PARAMETERS, Settings, coerce_setting, make_plan
 from robot_dynamics.robots import bundled_urdf
 from robot_dynamics.simulation import DEFAULT_FRICTION_VELOCITY
 
@@ -19,8 +19,8 @@ def arm():
     return rd.load_urdf(bundled_urdf("arm7_gripper"))  # 7 arm joints + a finger; the other finger mimics it
 
 
-def test_compile_plan_initial_state_and_orders(arm):
-    plan = compile_plan(arm, Settings(initial_joint_names=("arm7_joint4", "arm7_finger_joint1"),
+def test_make_plan_initial_state_and_orders(arm):
+    plan = make_plan(arm, Settings(initial_joint_names=("arm7_joint4", "arm7_finger_joint1"),
                                       initial_positions=(-1.5, 0.01), initial_velocities=(0.2, 0.0)))
     index = {n: i for i, n in enumerate(arm.joint_names)}
     assert plan.q0[index["arm7_joint4"]] == -1.5 and plan.qd0[index["arm7_joint4"]] == 0.2
@@ -29,15 +29,15 @@ def test_compile_plan_initial_state_and_orders(arm):
     assert plan.q0[index["arm7_joint1"]] == 0.0
     lower, upper = arm.position_limits.T
     assert np.all((plan.q0 >= lower) & (plan.q0 <= upper))
-    plan = compile_plan(arm, Settings(joints=("arm7_joint2", "arm7_joint1")))
+    plan = make_plan(arm, Settings(joints=("arm7_joint2", "arm7_joint1")))
     assert plan.state_names[:2] == ["arm7_joint2", "arm7_joint1"] and plan.state_names[-1] == "arm7_finger_joint2"
     assert len(plan.state_names) == arm.nv + 1  # the coordinates, then the mimic finger
     with pytest.raises(ValueError, match="mimic another joint"):
-        compile_plan(arm, Settings(joints=("arm7_finger_joint2",)))
+        make_plan(arm, Settings(joints=("arm7_finger_joint2",)))
     with pytest.raises(ValueError, match="initial_positions has 2 values"):
-        compile_plan(arm, Settings(initial_positions=(0.0, 1.0)))
+        make_plan(arm, Settings(initial_positions=(0.0, 1.0)))
     with pytest.raises(ValueError, match="not joints of robot"):
-        compile_plan(arm, Settings(initial_joint_names=("nope",), initial_positions=(0.0,)))
+        make_plan(arm, Settings(initial_joint_names=("nope",), initial_positions=(0.0,)))
 
 
 def test_parameters_declare_every_setting_with_its_default():
@@ -88,7 +88,7 @@ def test_commands_expire_after_the_timeout_once_per_episode():
 
 
 def test_command_messages_are_checked(arm):
-    plan = compile_plan(arm, Settings(joints=("arm7_joint2", "arm7_joint1")))
+    plan = make_plan(arm, Settings(joints=("arm7_joint2", "arm7_joint1")))
     index, efforts = effort_command([1.0, 2.0], plan)
     assert [arm.joint_names[i] for i in index] == ["arm7_joint2", "arm7_joint1"] and list(efforts) == [1.0, 2.0]
     with pytest.raises(Rejected, match="3 values, expected 2"):
@@ -117,7 +117,7 @@ def test_joint_states_carry_coupled_joints_as_e_q_plus_o(robot):
     q_joint = E q + o, qd_joint = E qd, with no effort (no actuator drives it)."""
     model = rd.load_urdf(bundled_urdf(robot))
     joints = tuple(reversed(model.joint_names))
-    plan = compile_plan(model, Settings(joints=joints))
+    plan = make_plan(model, Settings(joints=joints))
     rng = np.random.default_rng(3)
     q, qd, effort = rng.normal(size=(3, model.nv))
     position, velocity, applied = plan.joint_state(q, qd, effort)

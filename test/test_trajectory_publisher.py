@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.nodes.trajectory_plan import PARAMETERS, Settings, coerce_setting, compile_trajectory
+from robot_dynamics.nodes.trajectory_plan import PARAMETERS, Settings, coerce_setting, make_trajectory
 from robot_dynamics.robots import bundled_urdf
 
 
 def test_trajectory_derivatives_ramp_and_limits():
     arm = rd.load_urdf(bundled_urdf("arm7_gripper"))
     home = (0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02)
-    trajectory = compile_trajectory(arm, Settings(home_positions=home, amplitude=(0.3,), frequency=(0.5,),
+    trajectory = make_trajectory(arm, Settings(home_positions=home, amplitude=(0.3,), frequency=(0.5,),
                                                   phase=tuple(0.4 * k for k in range(8)), ramp_time=1.0))
     # the finger (0..0.04 m around 0.02) cannot swing 0.3: reduced to 95 % of the room, with a note
     assert trajectory.amplitude[-1] == pytest.approx(0.019) and "arm7_finger_joint1" in trajectory.notes[0]
@@ -37,7 +37,7 @@ def test_quintic_ramp_closed_form():
     # s(u) = 10 u^3 - 15 u^4 + 6 u^5 (not a cosine): at u = 1/2, s = 1/2, s' = 15/8 / T, s'' = 0
     model = rd.load_urdf(rd.examples.PENDULUM_URDF)
     T, a, w = 2.0, 0.1, 2 * np.pi * 0.5
-    trajectory = compile_trajectory(model, Settings(amplitude=(a,), frequency=(0.5,), phase=(np.pi / 2,),
+    trajectory = make_trajectory(model, Settings(amplitude=(a,), frequency=(0.5,), phase=(np.pi / 2,),
                                                     ramp_time=T))
     q, qd, qdd = trajectory.at(1.0)  # u = 1/2, sin(w t + pi/2) = cos(w t) = cos(pi) = -1
     assert q[0] == pytest.approx(-a / 2, abs=1e-15)

@@ -3,6 +3,7 @@
 Subcommands::
 
     robot-dynamics robots                         the bundled robots and their files
+    robot-dynamics compile [PART ...]             compile the dynamics kernels ahead, saying how long it took
     robot-dynamics info URDF                      joints, limits, masses, inertia bounds, warnings
     robot-dynamics gravity URDF --q ...           holding torques g(q)
     robot-dynamics mass-matrix URDF --q ...       M(q)
@@ -32,13 +33,13 @@ Each module of this package adds its commands to the parser (``register(commands
 
 import sys
 
-from . import bench, contact, demos, identification, info, joint_space, robots
+from . import bench, compiling, contact, demos, identification, info, joint_space, robots
 from .arguments import CLIError, Parser
 
 PROG = "robot-dynamics"
 
 #: the modules that register commands, in the order ``--help`` lists them
-COMMAND_MODULES = (robots, info, joint_space, demos, identification, contact, bench)
+COMMAND_MODULES = (robots, compiling, info, joint_space, demos, identification, contact, bench)
 
 
 def build_parser():

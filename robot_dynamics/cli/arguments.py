@@ -34,17 +34,16 @@ def resolve_urdf(argument):
         raise CLIError(str(exc)) from None
 
 
-#: the warm-up parts (:data:`robot_dynamics.warm_up.PARTS`, all: ``()``) whose kernels each command
-#: calls, and how long compiling them takes on two free cores (docs/benchmarks.md, "First start")
+#: the compile parts (:data:`robot_dynamics.compiling.PARTS`) whose kernels each command calls
 COMMAND_KERNELS = {
-    "info": (("dynamics_node",), "about 6 s"),
-    "gravity": (("dynamics_node",), "about 6 s"),
-    "mass-matrix": (("dynamics_node",), "about 6 s"),
-    "excite": (("dynamics_node", "library"), "about 11 s"),
-    "identify": (("dynamics_node", "library"), "about 11 s"),
-    "demo": (("dynamics_node", "simulator"), "about 10 s"),  # the nodes': compiled once here, not by each at once
-    "external-torques": (("dynamics_node",), "about 6 s"),
-    "demo-contact": (("dynamics_node", "simulator"), "about 10 s"),
+    "info": ("dynamics_node",),
+    "gravity": ("dynamics_node",),
+    "mass-matrix": ("dynamics_node",),
+    "excite": ("dynamics_node", "library"),
+    "identify": ("dynamics_node", "library"),
+    "demo": ("dynamics_node", "simulator"),  # the nodes': compiled once here, not by each at once
+    "external-torques": ("dynamics_node",),
+    "demo-contact": ("dynamics_node", "simulator"),
 }
 
 
@@ -52,10 +51,10 @@ def load_model(argument, command, mimic=True):
     """(model, path, [warning messages]) for a URDF argument of ``command``; load warnings are captured.
     On the first use after installing, the command's kernels compile first, saying so."""
     import robot_dynamics as rd
-    from ..warm_up import compile_first
+    from ..compiling import compile_and_report
 
     path = resolve_urdf(argument)
-    compile_first(*COMMAND_KERNELS[command])
+    compile_and_report(COMMAND_KERNELS[command], "the dynamics kernels", say)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -63,6 +62,11 @@ def load_model(argument, command, mimic=True):
         except rd.URDFError as error:
             raise CLIError(f"cannot load {str(path)!r}: {error}") from None
     return model, path, [str(w.message) for w in caught]
+
+
+def say(line):
+    """A line of progress on stderr (stdout is the command's result)."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def warn(messages):

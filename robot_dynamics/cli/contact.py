@@ -25,11 +25,11 @@ def register(commands):
 
 
 def run_demo(args):
+    from ..compiling import compile_and_report
     from ..tools.contact_demo import run_demo as run_contact_demo
-    from ..warm_up import compile_first
-    from .arguments import COMMAND_KERNELS
+    from .arguments import COMMAND_KERNELS, say
 
-    compile_first(*COMMAND_KERNELS["demo-contact"])
+    compile_and_report(COMMAND_KERNELS["demo-contact"], "the dynamics kernels", say)
     try:
         return run_contact_demo(args, sys.stdout)
     except ValueError as error:

@@ -15,10 +15,10 @@ No rclpy (pure logic, unit-tested without ROS):
   ``--help``) and the checks of parameter values and messages.
 - :mod:`~robot_dynamics.nodes.dynamics_plan`, :mod:`~robot_dynamics.nodes.simulator_plan`,
   :mod:`~robot_dynamics.nodes.trajectory_plan`: each node's settings, their coercion, and the plan
-  compiled from settings and model.
+  made from settings and model (``make_plan``).
 - :mod:`~robot_dynamics.nodes.dynamics_inputs`, :mod:`~robot_dynamics.nodes.simulator_inputs`: the
   checks of each node's input messages, the merged joint state, the held commands.
-- :mod:`~robot_dynamics.nodes.command_line`: ``--help``, ``--urdf``, the start-up line, signals.
+- :mod:`~robot_dynamics.nodes.command_line`: ``--help``, ``--urdf``, the start-up line.
 - :mod:`~robot_dynamics.nodes.cdr`: joint_states serialized without rclpy's per-field conversion.
 
 With rclpy (the only modules of the package that import it and message types):
@@ -28,6 +28,6 @@ With rclpy (the only modules of the package that import it and message types):
 - :mod:`~robot_dynamics.nodes.description`: where the URDF comes from (parameter, latched topic,
   another node's parameter).
 - :mod:`~robot_dynamics.nodes.ros_parameters`: declaring the parameters, checked run-time changes.
-- :mod:`~robot_dynamics.nodes.runner`: rclpy init, kernel warm-up, the spin loop, clean exit.
+- :mod:`~robot_dynamics.nodes.runner`: rclpy init, the spin loop (and its signals), clean exit.
 - :mod:`~robot_dynamics.nodes.converters`: numpy arrays <-> message fields.
 """

@@ -2,7 +2,7 @@
 
 Parameters declared from the node's :class:`~robot_dynamics.nodes.parameters.Parameter` tuple into
 a frozen ``Settings`` (a bad value ends the node at once, run-time changes are checked against the
-model); the robot model from robot_description (:class:`DescriptionSource`), parsed and compiled
+model); the robot model from robot_description (:class:`DescriptionSource`), parsed and made
 with the settings into the node's *plan*, the previous plan kept when a new description does not
 load or fit; the model's status for the log and ``/diagnostics``; problems logged with a throttle
 and kept for ``/diagnostics``.
@@ -30,9 +30,9 @@ __all__ = ["DIAGNOSTICS_PERIOD", "RobotNode"]
 DIAGNOSTICS_PERIOD = 1.0  # s, steady clock
 WAITING_LOG_PERIOD = 5.0  # s, between "waiting for robot_description" lines
 LOG_THROTTLE = 2.0  # s, per kind and reason of problem
-NEVER = -(2**62)  # "last logged" of a problem never logged, ns
 #: reliable publishers match reliable and best-effort subscribers
-DIAGNOSTICS_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+#: every node's outputs and its diagnostics: reliable, the last 10 kept (ROS 2's default profile)
+OUTPUT_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 _REASON = re.compile(r"[\d\[\('\"]")
 
 
@@ -40,9 +40,9 @@ class RobotNode(Node):
     """Base of the nodes. A subclass passes its ``parameters``, ``settings_type`` and
     ``coerce(field, value)`` and implements:
 
-    - ``compile(base, settings)``: the plan for a parsed model, ``ValueError`` when they do not fit;
+    - ``make_plan(base, settings)``: the plan for a parsed model, ``ValueError`` when they do not fit;
     - ``install(plan, source, old_settings)``: take the plan over (``self._base`` is the model
-      it was compiled from, ``self._plan`` still the old plan);
+      it was made from, ``self._plan`` still the old plan);
     - ``diagnostics(now_ns)`` (with ``diagnostics=True``): the node's ``DiagnosticArray``, built
       with :meth:`diagnostic_array` and :meth:`model_status`.
 
@@ -85,7 +85,7 @@ class RobotNode(Node):
         self._check_start_description()
         self._warn_unknown_parameters()
         if self._diagnostics:
-            self._pub_diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_QOS)
+            self._pub_diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", OUTPUT_QOS)
             steady_timer(self, DIAGNOSTICS_PERIOD, self._on_diagnostics_timer)
 
     # --- the model -------------------------------------------------------------------------------
@@ -99,7 +99,7 @@ class RobotNode(Node):
             self.set_model_status(level, f"robot_description from {source} failed to load: {reason}{keep}")
             return
         try:
-            plan = self.compile(base, self._settings)
+            plan = self.make_plan(base, self._settings)
         except ValueError as exc:
             self._pending_base, self._pending_source = base, source
             if self._plan is None:
@@ -114,7 +114,7 @@ class RobotNode(Node):
         xml = self.get_parameter("robot_description").value
         if xml:
             try:
-                self.compile(rd.load_urdf(description_text(xml)), self._settings)
+                self.make_plan(rd.load_urdf(description_text(xml)), self._settings)
             except Exception as exc:  # noqa: BLE001 - whatever the parser says, it is the parameter's fault
                 fatal_parameter(self, cut(f"robot_description: {exc}"))
 
@@ -133,7 +133,7 @@ class RobotNode(Node):
         for p in params:
             if p.name == "robot_description" and p.value:
                 try:
-                    self.compile(rd.load_urdf(description_text(p.value)), self._settings)
+                    self.make_plan(rd.load_urdf(description_text(p.value)), self._settings)
                 except Exception as exc:  # noqa: BLE001 - whatever the parser says, the change is refused
                     return SetParametersResult(successful=False, reason=cut(f"robot_description: {exc}"))
         return SetParametersResult(successful=True)
@@ -169,11 +169,11 @@ class RobotNode(Node):
         on the current model; ValueError (the current model's reason) when neither fits."""
         if self._pending_base is not None:
             try:
-                return self._pending_base, self.compile(self._pending_base, settings), self._pending_source
+                return self._pending_base, self.make_plan(self._pending_base, settings), self._pending_source
             except ValueError:
                 if self._plan is None:
                     raise
-        return self._base, self.compile(self._base, settings), self._model_source
+        return self._base, self.make_plan(self._base, settings), self._model_source
 
     def _check_settings(self, candidate) -> None:
         if self._plan is not None:
@@ -208,7 +208,8 @@ class RobotNode(Node):
         else:
             entry[0], entry[1], entry[2] = level, text, now_ns
         key = (kind, _REASON.split(text, 1)[0])
-        if log or now_ns - self._last_log.get(key, NEVER) >= LOG_THROTTLE * 1e9:
+        last = self._last_log.get(key)  # (None: never logged)
+        if log or last is None or now_ns - last >= LOG_THROTTLE * 1e9:
             self._last_log[key] = now_ns
             (self.get_logger().error if level == DiagnosticStatus.ERROR else self.get_logger().warn)(text)
 

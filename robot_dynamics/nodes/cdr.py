@@ -1,4 +1,4 @@
-"""sensor_msgs/JointState written straight to its serialized (CDR) form, for the simulator's hot path.
+"""sensor_msgs/JointState written straight to its serialized (CDR) form, for the nodes' hot paths.
 
 Publishing a message object costs rclpy a conversion of every field, the joint names included, on
 every call: about 40 us per ``joint_states`` message inside the simulator's loop, as much as two
@@ -35,8 +35,11 @@ class JointStateWriter:
     (['shoulder', 'elbow'], 12, [1.0, -1.0])
     """
 
-    def __init__(self, names, frame_id: str = ""):
+    def __init__(self, names, frame_id: str = "", efforts_only: bool = False):
+        """``efforts_only``: position and velocity are empty (the dynamics node's torque outputs);
+        :meth:`serialize` then takes ``None`` for them."""
         self.count = len(names)
+        counts = (0, 0, self.count) if efforts_only else (self.count,) * 3
         payload = bytearray()
 
         def align(size: int) -> None:
@@ -56,13 +59,13 @@ class JointStateWriter:
         uint32(self.count)
         for name in names:
             string(name)
-        self._arrays = []  # byte offset of position, velocity and effort in the message
-        for _ in range(3):
-            uint32(self.count)
-            if self.count:
+        self._arrays = []  # (0 position, 1 velocity or 2 effort, its byte offset in the message), non-empty ones
+        for which, count in enumerate(counts):
+            uint32(count)
+            if count:
                 align(8)
-            self._arrays.append(len(ENCAPSULATION) + len(payload))
-            payload.extend(bytes(8 * self.count))
+                self._arrays.append((which, len(ENCAPSULATION) + len(payload)))
+            payload.extend(bytes(8 * count))
         self._message = bytearray(ENCAPSULATION + payload)
 
     def serialize(self, sec: int, nanosec: int, position, velocity, effort) -> bytes:
@@ -70,8 +73,9 @@ class JointStateWriter:
         message = self._message
         struct.pack_into("<iI", message, len(ENCAPSULATION), sec, nanosec)
         size = 8 * self.count
-        for offset, values in zip(self._arrays, (position, velocity, effort)):
-            data = np.ascontiguousarray(values, dtype="<f8").tobytes()
+        arrays = (position, velocity, effort)
+        for which, offset in self._arrays:
+            data = np.ascontiguousarray(arrays[which], dtype="<f8").tobytes()
             if len(data) != size:  # a slice of another size would shift every later field
                 raise ValueError(f"expected {self.count} values per array, got {len(data) // 8}")
             message[offset:offset + size] = data

@@ -9,12 +9,10 @@
   (:func:`robot_dynamics.robots.urdf_file`), read here and given to the node as its
   ``robot_description`` parameter (it takes precedence over one in a params file).
 
-Then the executable says on stderr what it is doing and starts the node
-(:func:`~robot_dynamics.nodes.runner.run_node`). SIGINT and SIGTERM end the process with status 0
-whatever phase it is in, a second signal included: from the executable's first instruction
-(``robot_dynamics_executables``, its entry point, before Python imports this package) through
-start-up (rclpy, the node's construction, compiling the kernels) by ``SystemExit(0)`` at once, then
-as ``run_node`` says.
+Then the executable says on stderr what it is doing, has its kernels loaded (``load_kernels``, the
+entry point's compile step) and starts the node (:func:`~robot_dynamics.nodes.runner.run_node`).
+Signals are the entry point's (``robot_dynamics_executables``) until the node spins, then
+``run_node``'s.
 """
 
 from __future__ import annotations
@@ -24,8 +22,6 @@ import importlib
 import sys
 import textwrap
 from dataclasses import dataclass
-
-from robot_dynamics_executables import stop_on_signals
 
 __all__ = ["MAX_URDF_BYTES", "help_text", "main"]
 
@@ -42,7 +38,7 @@ class Executable:
     plan: str           # module with PARAMETERS, TOPICS (and SERVICES)
     node_name: str      # the default node name
     summary: str
-    compile_time: str   # how long compiling its dynamics kernels takes on 2 cores ("": it has none)
+    part: str | None    # the compile part of its kernels (robot_dynamics.compiling.PARTS), None: it has none
     executor: str       # its default executor, one of EXECUTORS
 
 
@@ -50,15 +46,14 @@ EXECUTABLES = {e.name: e for e in (
     Executable("dynamics_node", "robot_dynamics.nodes.dynamics_node:DynamicsNode",
                "robot_dynamics.nodes.dynamics_plan", "robot_dynamics",
                "Gravity, bias and computed torques and the mass matrix of the robot in robot_description, "
-               "for every joint_states message.", "about 6 s on 2 free cores, up to 15 s on a busy machine", "single"),
+               "for every joint_states message.", "dynamics_node", "single"),
     Executable("simulator_node", "robot_dynamics.nodes.simulator_node:SimulatorNode",
                "robot_dynamics.nodes.simulator_plan", "robot_dynamics_simulator",
                "The forward dynamics of the robot in robot_description, integrated in (or faster than) real "
-               "time: effort commands in, joint_states out.", "about 9 s on 2 free cores, up to 23 s on a busy machine",
-               "events"),  # its paced timer keeps the pace only with the EventsExecutor's lower overhead
+               "time: effort commands in, joint_states out.", "simulator", "events"),  # its paced timer keeps the pace only with the EventsExecutor's lower overhead
     Executable("trajectory_publisher", "robot_dynamics.nodes.trajectory_publisher:TrajectoryPublisher",
                "robot_dynamics.nodes.trajectory_plan", "trajectory_publisher",
-               "Smooth multi-joint sinusoids around a home pose, as desired_state for the dynamics node.", "", "single"),
+               "Smooth multi-joint sinusoids around a home pose, as desired_state for the dynamics node.", None, "single"),
 )}
 
 
@@ -131,10 +126,10 @@ def read_urdf(argument: str) -> str:
         raise ValueError(f"cannot read {path}: {exc}") from None
 
 
-def main(name: str, args=None) -> int:
+def main(name: str, args=None, load_kernels=None) -> int:
     """Run the executable ``name`` with the command-line arguments ``args`` (default
-    ``sys.argv[1:]``); the process exit status."""
-    stop_on_signals()  # (the executables did already; python -m robot_dynamics.nodes.NAME did not)
+    ``sys.argv[1:]``); the process exit status. ``load_kernels(part)`` is called once the command
+    line is read, for an executable with kernels, before rclpy starts."""
     executable = EXECUTABLES[name]
     argv = list(sys.argv[1:] if args is None else args)
     ours, ros = (argv[:argv.index("--ros-args")], argv[argv.index("--ros-args"):]) if "--ros-args" in argv \
@@ -148,20 +143,17 @@ def main(name: str, args=None) -> int:
             print(f"{name}: --urdf: {exc}", file=sys.stderr)
             return 2
         overrides = [("robot_description", xml)]
-    doing = (f"loading the dynamics kernels (compiled on the first start after installing, {executable.compile_time}; "
-             "about 1 s after)" if executable.compile_time else "loading ROS")
+    doing = "loading the dynamics kernels" if executable.part else "loading ROS"
     print(f"[{name}] starting: {doing}", file=sys.stderr, flush=True)
+    if executable.part and load_kernels is not None:
+        load_kernels(executable.part)
 
     from rclpy.parameter import Parameter
 
-    from .runner import exit_now_if_compiling, run_node
+    from .runner import run_node
 
-    try:
-        module, cls = executable.node.split(":")
-        node_class = getattr(importlib.import_module(module), cls)
-        return run_node(node_class, args=[name, *ros], executor=options.executor or executable.executor,
-                        parameter_overrides=[Parameter(n, value=v) for n, v in overrides])
-    except SystemExit as exc:
-        exit_now_if_compiling(exc.code or 0)
-        raise
+    module, cls = executable.node.split(":")
+    node_class = getattr(importlib.import_module(module), cls)
+    return run_node(node_class, args=[name, *ros], executor=options.executor or executable.executor,
+                    parameter_overrides=[Parameter(n, value=v) for n, v in overrides])
 

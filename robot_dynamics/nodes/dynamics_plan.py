@@ -1,7 +1,7 @@
 """The dynamics node's settings and plan (no rclpy).
 
 :data:`PARAMETERS` are the node's parameters, :class:`Settings` their values, :func:`coerce_setting`
-converts and checks one value; :func:`compile_plan` applies the settings to a parsed model and
+converts and checks one value; :func:`make_plan` applies the settings to a parsed model and
 derives everything the hot path needs (:class:`Plan`); :func:`servo_terms` turns a desired input and the
 measured state into the computed-torque law's terms (:func:`robot_dynamics.control.computed_torque`).
 """
@@ -13,13 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import control
-from ..model import RobotModel
+from ..data import Data
+from ..model import RobotModel, given_limits
 from .parameters import MOTOR_PARAMETERS, Parameter, duplicates, float_list, name_list, require_joints, with_armature
 from .contact_plan import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, compile_contact
-from .safety import Plausibility, check_outputs_finite, given_limits
+from .safety import Plausibility, check_outputs_finite
 
 __all__ = ["COMMAND_SOURCES", "PARAMETERS", "TOPICS", "Desired", "Plan", "Settings", "coerce_setting",
-           "compile_plan", "servo_terms"]
+           "make_plan", "servo_terms"]
 
 COMMAND_SOURCES = ("none", "gravity", "computed")
 
@@ -180,10 +181,11 @@ class Plan:
     desired_timeout_ns: int
     plausibility: Plausibility  # the joint states believed
     effort_limit: np.ndarray  # per output joint, inf where the URDF gives none: effort_command's bounds
+    data: Data  # the workspace of the model's one pass per message (robot_dynamics.data)
     contact: object = None  # contact_plan.ContactPlan: external torques and collisions (None: off)
 
 
-def compile_plan(base: RobotModel, s: Settings) -> Plan:
+def make_plan(base: RobotModel, s: Settings) -> Plan:
     """``base`` + settings -> :class:`Plan`; ``ValueError`` naming the problem otherwise."""
     model = with_armature(base.with_gravity(s.gravity), s.motor_joint_names, s.armature)
     if s.payload_link:
@@ -213,7 +215,7 @@ def compile_plan(base: RobotModel, s: Settings) -> Plan:
         full=bool(n_out == model.nv and np.array_equal(out, np.arange(model.nv))), index=index,
         kp=gains["kp"], kd=gains["kd"], continuous=continuous, mimic=mimic,
         state_timeout_ns=int(s.state_timeout * 1e9), desired_timeout_ns=int(s.desired_timeout * 1e9),
-        plausibility=Plausibility(model), effort_limit=given_limits(model.effort_limits)[out],
+        plausibility=Plausibility(model), effort_limit=given_limits(model.effort_limits)[out], data=Data(model),
         contact=compile_contact(model, out, s),
     )
 

@@ -4,69 +4,19 @@ from __future__ import annotations
 
 import faulthandler
 import gc
-import os
 import signal
 import sys
-import threading
-import time
 from typing import Callable, Sequence
 
 import rclpy
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
-from robot_dynamics.jit_cache import cache_directory
-from robot_dynamics.warm_up import compiled, warm_up
+__all__ = ["run_node", "stop_handler"]
 
-__all__ = ["exit_now_if_compiling", "run_node", "stop_handler", "warm_up_kernels"]
-
-COMPILER_THREAD = "robot_dynamics warm-up"
 #: s from SIGINT/SIGTERM to a forced exit when the node has not ended by then (launch escalates to
 #: SIGTERM after 5 s, then SIGKILL)
 STOP_GRACE = 3.0
-
-
-def exit_now_if_compiling(status: int) -> None:
-    """End the process with ``status`` at once if the kernels are still being compiled (a signal
-    came during the warm-up): Python's exit would wait for the compiler thread."""
-    if any(t.name == COMPILER_THREAD and t.is_alive() for t in threading.enumerate()):
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(status)
-
-
-def warm_up_kernels(node: Node, part: str) -> None:
-    """Compile (or load from numba's cache) the kernels the node uses, ``part`` of
-    :data:`~robot_dynamics.warm_up.PARTS`, before the node's loop starts; says so, and then how long
-    it took, when the cache lacks them (the first run after installing).
-
-    The compiler runs in a thread of its own while this (the main) thread waits: a signal handler
-    raising in the middle of LLVM's code generation would be swallowed there (it runs inside a
-    ctypes callback) and leave numba with "no compiled object yet". A process that stops meanwhile
-    ends with :func:`exit_now` (numba writes its cache files atomically)."""
-    started = time.monotonic()
-    cold = not compiled(part)
-    if cold:
-        why = ("no writable numba cache: every start compiles them" if cache_directory() is None
-               else "not in numba's cache yet: the first start after installing")
-        node.get_logger().info(f"compiling the dynamics kernels ({why}) ...")
-    failure = []
-
-    def compile_kernels():
-        try:
-            warm_up(part)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the node's thread
-            failure.append(exc)
-
-    compiler = threading.Thread(target=compile_kernels, name=COMPILER_THREAD, daemon=True)
-    compiler.start()
-    while compiler.is_alive():
-        compiler.join(0.1)  # (a short wait: signal handlers run between two)
-    if failure:
-        raise failure[0]
-    took = time.monotonic() - started
-    if cold:
-        node.get_logger().info(f"compiled the dynamics kernels in {took:.1f} s")
 
 
 def stop_handler(stop: list) -> Callable:
@@ -92,8 +42,8 @@ def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None,
     about half the CPU per message but wedges for minutes under a flood (docs/benchmarks.md). The
     executables choose (``command_line.Executable.executor``, ``--executor``).
 
-    Signals: while the node starts (loading a model, compiling kernels) the handlers of
-    :mod:`robot_dynamics.nodes.command_line` end it at once; once it spins, SIGINT and SIGTERM
+    Signals: while the node starts (loading a model) the entry point's handlers
+    (``robot_dynamics_executables``) end it at once; once it spins, SIGINT and SIGTERM
     only set a flag that the loop reads between spins (rclpy's own handlers, or Python's
     KeyboardInterrupt, would raise inside whatever runs when the signal lands: inside a message
     conversion the EventsExecutor turns that into a RuntimeError and the process exits with a

@@ -19,8 +19,10 @@ import math
 
 import numpy as np
 
+from ..model import given_limits
+
 __all__ = ["MAX_DESCRIPTION_CHARS", "MAX_TEXT", "POSITION_MARGIN", "VELOCITY_FACTOR", "Plausibility",
-           "check_outputs_finite", "closest_name", "cut", "description_text", "given_limits"]
+           "check_outputs_finite", "closest_name", "cut", "description_text"]
 
 #: largest robot_description accepted, characters (the biggest real URDFs are a few hundred kB)
 MAX_DESCRIPTION_CHARS = 10_000_000
@@ -88,11 +90,6 @@ class Plausibility:
 
     def _list(self, index, values, bad) -> str:
         return cut(", ".join(f"{self.names[index[i]]}={values[i]:.4g}" for i in np.flatnonzero(bad)), 300)
-
-
-def given_limits(limits: np.ndarray) -> np.ndarray:
-    """``limits`` with the entries a URDF leaves at 0 (or gives as 0: "none") made infinite."""
-    return np.where(limits > 0, limits, np.inf)
 
 
 def reference_state(model) -> np.ndarray:

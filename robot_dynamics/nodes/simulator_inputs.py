@@ -13,8 +13,9 @@ import math
 
 import numpy as np
 
+from ..data import GRAVITY, MASS, compute_terms
 from .parameters import Rejected, duplicates
-from .simulator_plan import Plan
+from .simulator_plan import Drives, Plan
 
 __all__ = ["DRIVE_BANDWIDTH", "Commands", "drive_torques", "effort_command", "external_wrench",
            "named_efforts"]
@@ -71,7 +72,7 @@ class Commands:
         return np.flatnonzero(np.isinf(self.time))
 
 
-def drive_torques(model, q: np.ndarray, qd: np.ndarray, commands: Commands, on_timeout: str,
+def drive_torques(drives: Drives, q: np.ndarray, qd: np.ndarray, commands: Commands, on_timeout: str,
                   limit_velocity: bool) -> np.ndarray:
     """The torques the drives apply (model order): the commands; where a command went stale,
     ``on_timeout`` — ``zero_torque``: 0; ``brake``: ``g_i(q) - 2 w M_ii qd_i`` (stops the joint and
@@ -80,14 +81,14 @@ def drive_torques(model, q: np.ndarray, qd: np.ndarray, commands: Commands, on_t
     URDF velocity limit v gets ``g_i(q) - 2 w M_ii (qd_i - clip(qd_i, -v, v))`` instead. ``w`` is
     :data:`DRIVE_BANDWIDTH`, ``M_ii`` the mass matrix's diagonal: each joint a decoupled
     second-order loop (the effort limits still apply after)."""
-    stale = commands.stale if on_timeout != "zero_torque" else np.zeros(model.nv, dtype=bool)
-    vmax = np.where(model.velocity_limits > 0, model.velocity_limits, np.inf)
-    over = np.abs(qd) > vmax if limit_velocity else np.zeros(model.nv, dtype=bool)
+    stale = commands.stale if on_timeout != "zero_torque" else drives.none
+    vmax = drives.velocity_limit
+    over = np.abs(qd) > vmax if limit_velocity else drives.none
     if not (stale.any() or over.any()):
         return commands.effort
-    import robot_dynamics as rd
-
-    w, m, g = DRIVE_BANDWIDTH, np.diag(rd.mass_matrix(model, q)), rd.gravity_torques(model, q)
+    data = drives.data
+    compute_terms(data, q, None, GRAVITY | MASS)
+    w, m, g = DRIVE_BANDWIDTH, np.diag(data.M), data.g
     tau = commands.effort.copy()
     if on_timeout == "brake":
         tau[stale] = (g - 2 * w * m * qd)[stale]

@@ -43,19 +43,17 @@ from std_srvs.srv import SetBool, Trigger
 import robot_dynamics as rd
 from robot_dynamics.simulation import SimulationError, Simulator
 
-from .base import RobotNode
+from .base import OUTPUT_QOS, RobotNode
 from .cdr import JointStateWriter
 from .contact_messages import WrenchWriter
 from .converters import stamp_of
 from .description import steady_timer
 from .parameters import Rejected
-from .runner import warm_up_kernels
 from .safety import cut
 from .simulator_inputs import Commands, drive_torques, effort_command, external_wrench, named_efforts
-from .simulator_plan import PARAMETERS, Plan, Settings, coerce_setting, compile_plan, configure
+from .simulator_plan import PARAMETERS, Plan, Settings, coerce_setting, make_plan, configure
 
 #: joint_states, /clock: reliable publishers match reliable and best-effort subscribers.
-OUTPUT_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 #: Command inputs: a best-effort subscription matches any publisher.
 INPUT_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
 
@@ -69,7 +67,6 @@ class SimulatorNode(RobotNode):
 
     def __init__(self, node_name: str = "robot_dynamics_simulator", **kwargs):
         super().__init__(node_name, PARAMETERS, Settings, coerce_setting, **kwargs)
-        warm_up_kernels(self, "simulator")
         self._sim: Simulator | None = None
         self._paused, self._failure = False, ""  # failure: why integration stopped ("" while running)
         self._commands = Commands(0)
@@ -89,8 +86,8 @@ class SimulatorNode(RobotNode):
         self.start_description()
 
     # --- the model ---------------------------------------------------------------------------------
-    def compile(self, base: rd.RobotModel, settings: Settings) -> Plan:
-        return compile_plan(base, settings)
+    def make_plan(self, base: rd.RobotModel, settings: Settings) -> Plan:
+        return make_plan(base, settings)
 
     def install(self, plan: Plan, source: str, old: Settings) -> None:
         """Start (or restart, for a new robot_description) the simulation of ``plan``'s model, or
@@ -263,7 +260,7 @@ class SimulatorNode(RobotNode):
                              f"(simulated): {s.on_command_timeout} until a new one arrives", time.monotonic_ns(),
                              DiagnosticStatus.WARN, log=True)  # every new episode is logged
         try:
-            effort = drive_torques(sim.model, sim.q, sim.qd, commands, s.on_command_timeout, s.enforce_velocity_limits)
+            effort = drive_torques(self._plan.drives, sim.q, sim.qd, commands, s.on_command_timeout, s.enforce_velocity_limits)
             sim.step(effort, dt, self._wrenches or None)
         except (SimulationError, ValueError) as exc:  # ValueError: an input that slipped past the checks
             self._failure = str(exc)
@@ -341,14 +338,3 @@ class SimulatorNode(RobotNode):
         self._stats_wall = now
         self._n_steps = self._n_published = self._n_rejected = 0
         return self.diagnostic_array(statuses)
-
-
-def main(args=None):
-    """Entry point of ``python -m robot_dynamics.nodes.simulator_node`` (like ``simulator_node``)."""
-    from .command_line import main as run
-
-    return run("simulator_node", args)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

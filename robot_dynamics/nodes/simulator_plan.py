@@ -1,7 +1,7 @@
 """The simulator node's settings and plan (no rclpy).
 
 :data:`PARAMETERS` are the node's parameters, :class:`Settings` their values, :func:`coerce_setting`
-converts and checks one value; :func:`compile_plan` checks the settings against a parsed model and
+converts and checks one value; :func:`make_plan` checks the settings against a parsed model and
 derives the orders of the command and state messages and the initial state (:class:`Plan`);
 :func:`configure` sets a :class:`~robot_dynamics.simulation.Simulator`'s switches from the settings.
 """
@@ -12,14 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import RobotModel
-from ..simulation import DEFAULT_FRICTION_VELOCITY, INTEGRATORS
+from ..data import Data
 from ..elastic import stiffness_vector
+from ..model import RobotModel, given_limits
+from ..simulation import DEFAULT_FRICTION_VELOCITY, INTEGRATORS
 from .parameters import MOTOR_PARAMETERS, Parameter, bounded_float, float_list, motor_values, name_list, require_joints, with_armature
 from .safety import Plausibility, check_outputs_finite
 from .simulator_contact import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, contact_model
 
-__all__ = ["ON_COMMAND_TIMEOUT", "PARAMETERS", "SERVICES", "TOPICS", "Plan", "Settings", "coerce_setting", "compile_plan", "configure"]
+__all__ = ["ON_COMMAND_TIMEOUT", "PARAMETERS", "SERVICES", "TOPICS", "Plan", "Settings", "coerce_setting", "make_plan", "configure"]
 
 
 #: what a joint's drive does once its command went stale
@@ -159,6 +160,17 @@ def coerce_setting(name: str, value):
     return value
 
 
+class Drives:
+    """What :func:`~robot_dynamics.nodes.simulator_inputs.drive_torques` reads besides the state, made once per model (a plan's): the velocity
+    limits (inf where the URDF gives none), a mask of no joints, and the workspace of the pass that
+    gives ``g`` and ``M`` when a drive takes over."""
+
+    def __init__(self, model):
+        self.velocity_limit = given_limits(model.velocity_limits)
+        self.none = np.zeros(model.nv, dtype=bool)
+        self.data = Data(model)
+
+
 @dataclass(frozen=True, eq=False)
 class Plan:
     """The parameters applied to one parsed model: everything the node's hot path needs."""
@@ -177,6 +189,7 @@ class Plan:
     stiffness: tuple           # K of the elastic joints (model order); (): rigid joints
     contact: object            # robot_dynamics.contact.ContactModel (empty: nothing touches)
     notes: tuple               # warnings worth logging once (e.g. an initial position beyond a limit)
+    drives: Drives             # what the drives read besides the state (nodes.simulator_inputs.drive_torques)
 
     def joint_state(self, q, qd, effort):
         """``(position, velocity, effort)`` in :attr:`state_names` order: the coordinates', then each
@@ -187,7 +200,7 @@ class Plan:
                 np.concatenate((effort[order], np.zeros(len(offset)))))
 
 
-def compile_plan(base: RobotModel, s: Settings) -> Plan:
+def make_plan(base: RobotModel, s: Settings) -> Plan:
     """``base`` + settings -> :class:`Plan`; ``ValueError`` naming the problem otherwise.
 
     Initial state: ``initial_positions`` / ``initial_velocities`` are parallel to
@@ -243,7 +256,7 @@ def compile_plan(base: RobotModel, s: Settings) -> Plan:
     )
     return Plan(base=base, model=model, settings=s, command_index=command_index, command_names=tuple(command_names),
                 state_index=state_index, state_names=state_names, coupled_map=coupled_map, index=index, q0=q0, qd0=qd0, stiffness=stiffness,
-                contact=contact, notes=notes)
+                notes=notes, drives=Drives(model), contact=contact)
 
 
 def configure(simulator, s: Settings, contact=None) -> None:

@@ -1,7 +1,7 @@
 """The trajectory publisher's settings and trajectory (no rclpy).
 
 :data:`PARAMETERS` are the node's parameters, :class:`Settings` their values, :func:`coerce_setting`
-converts and checks one value; :func:`compile_trajectory` fits the settings to a parsed model and
+converts and checks one value; :func:`make_trajectory` fits the settings to a parsed model and
 gives the :class:`Trajectory`, whose :meth:`Trajectory.at` the node samples. Joint ``k`` follows
 
     q_k(t) = home_k + A_k s(t) sin(2 pi f_k t + phi_k),      t = time since start (or ~/restart)
@@ -24,7 +24,7 @@ from ..identification.excitation import SampledTrajectory, read_trajectory_csv
 from ..model import RobotModel
 from .parameters import Parameter, bounded_float, float_list, name_list, require_joints
 
-__all__ = ["PARAMETERS", "SERVICES", "TOPICS", "Settings", "Trajectory", "coerce_setting", "compile_trajectory"]
+__all__ = ["PARAMETERS", "SERVICES", "TOPICS", "Settings", "Trajectory", "coerce_setting", "make_trajectory"]
 
 LIMIT_MARGIN = 0.05  # fraction of the distance from home to the nearest limit kept free
 
@@ -94,7 +94,7 @@ def coerce_setting(name: str, value):
 
 @dataclass(frozen=True, eq=False)
 class Trajectory:
-    """The sinusoids of :func:`compile_trajectory`, evaluated by :meth:`at`."""
+    """The sinusoids of :func:`make_trajectory`, evaluated by :meth:`at`."""
 
     names: list
     home: np.ndarray
@@ -164,7 +164,7 @@ def _excitation(model: RobotModel, path: str) -> Excitation:
                                        f"{start}: the robot must be there, at rest",))
 
 
-def compile_trajectory(model: RobotModel, s: Settings) -> Trajectory | Excitation:
+def make_trajectory(model: RobotModel, s: Settings) -> Trajectory | Excitation:
     """The trajectory for ``model``; ``ValueError`` naming the problem otherwise."""
     if s.excitation_file:
         return _excitation(model, s.excitation_file)

@@ -15,17 +15,15 @@ quintic smooth start are :mod:`~robot_dynamics.nodes.trajectory_plan`'s.  Servic
 from __future__ import annotations
 
 from builtin_interfaces.msg import Duration
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import robot_dynamics as rd
 
-from .base import RobotNode
+from .base import OUTPUT_QOS, RobotNode
 from .converters import as_float_array
-from .trajectory_plan import PARAMETERS, Settings, Trajectory, coerce_setting, compile_trajectory
+from .trajectory_plan import PARAMETERS, Settings, Trajectory, coerce_setting, make_trajectory
 
-OUTPUT_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 
 
 class TrajectoryPublisher(RobotNode):
@@ -41,8 +39,8 @@ class TrajectoryPublisher(RobotNode):
         self._timer = self.create_timer(1.0 / self._settings.rate, self._on_tick)
         self.start_description()
 
-    def compile(self, base: rd.RobotModel, settings: Settings) -> Trajectory:
-        return compile_trajectory(base, settings)
+    def make_plan(self, base: rd.RobotModel, settings: Settings) -> Trajectory:
+        return make_trajectory(base, settings)
 
     def install(self, trajectory: Trajectory, source: str, old: Settings) -> None:
         if self._plan is None or trajectory.names != self._plan.names:
@@ -79,14 +77,3 @@ class TrajectoryPublisher(RobotNode):
         msg.points = [JointTrajectoryPoint(positions=as_float_array(q), velocities=as_float_array(qd),
                                            accelerations=as_float_array(qdd), time_from_start=Duration())]
         self._pub.publish(msg)
-
-
-def main(args=None):
-    """Entry point of ``python -m robot_dynamics.nodes.trajectory_publisher`` (like ``trajectory_publisher``)."""
-    from .command_line import main as run
-
-    return run("trajectory_publisher", args)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

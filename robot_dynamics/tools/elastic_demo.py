@@ -21,6 +21,7 @@ It prints the RMS and largest link tracking error of both and writes a PNG of th
 """
 
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,11 +147,12 @@ def plot(runs, path):
 
 
 def run_demo(args, out):
-    from robot_dynamics.warm_up import compile_first
+    from ..compiling import compile_and_report
 
     if not (math.isfinite(args.duration) and args.duration > 0):
         raise ValueError(f"--duration must be positive, got {args.duration}")
-    compile_first(("dynamics_node", "simulator"), "about 10 s")
+    compile_and_report(("dynamics_node", "simulator"), "the dynamics kernels",
+                       lambda line: print(line, file=sys.stderr, flush=True))
     runs = simulate(args.duration)
     for line in summary_lines(runs):
         out.write(line + "\n")

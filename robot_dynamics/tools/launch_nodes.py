@@ -7,9 +7,9 @@ the whole launch, since the other nodes of a loop cannot work without it.
 """
 
 import re
+import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from launch.actions import DeclareLaunchArgument, Shutdown
@@ -18,6 +18,8 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
 from ..robots import urdf_file
+
+INTERRUPTED = 128 + signal.SIGINT  # the exit status of a process ended by a Ctrl-C (robot-dynamics compile's)
 
 BOOLEAN = ("true", "false")
 
@@ -101,30 +103,18 @@ def require_package(package, because):
                                   f"(apt install ros-$ROS_DISTRO-{package.replace('_', '-')})") from None
 
 
-def compile_kernels(*parts):
-    """Compile the kernels of the warm-up ``parts`` before any node starts, if numba's cache lacks
-    them (the first launch after installing): nodes that each compile the same kernels at once take
-    twice as long on two cores, and then still compile, than one process compiling them. The
-    compiler runs in a child process (in the launch's process group, so a Ctrl-C ends it too); if it
-    fails, the nodes compile their kernels themselves, as they would anyway."""
+def compile_ahead(*parts):
+    """``robot-dynamics compile PART ...`` before any node starts (the nodes would otherwise each
+    compile what numba's cache lacks, at once, on the same cores): a child process in the launch's
+    process group, so a Ctrl-C ends it too. If it fails, each node compiles its own kernels, saying so."""
     import launch.logging
-    from robot_dynamics_executables import INTERRUPTED
 
-    from ..jit_cache import cache_directory
-    from ..warm_up import compiled
-
-    if compiled(*parts) or cache_directory() is None:  # (with no cache to fill, each node compiles its own)
-        return
     log = launch.logging.get_logger("robot_dynamics")
-    log.info("compiling the dynamics kernels before starting the nodes (first launch after installing only: "
-             "about 10 s on 2 free cores, up to twice that on a busy machine; later launches load them in about 1 s) ...")
-    started = time.monotonic()
-    status = subprocess.run([sys.executable, "-m", "robot_dynamics_executables", *parts], stdin=subprocess.DEVNULL).returncode
-    if status == 0:
-        log.info(f"dynamics kernels compiled in {time.monotonic() - started:.1f} s")
-    elif status == INTERRUPTED:
+    status = subprocess.run([sys.executable, "-m", "robot_dynamics_executables", "compile", *parts],
+                            stdin=subprocess.DEVNULL).returncode
+    if status == INTERRUPTED:
         log.info("compiling the dynamics kernels interrupted")
-    else:
+    elif status != 0:
         log.warning(f"compiling the dynamics kernels failed (exit status {status}): each node compiles its own")
 
 

@@ -8,6 +8,7 @@ so load from other processes affects both.  Pinocchio (``pin``) is a test extra.
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -119,22 +120,42 @@ def start_up_costs():
     return load_ms, first, cached
 
 
-def warm_up_costs():
-    """``(part, seconds from an empty numba cache, seconds from the filled one)``: the wall time of
-    ``python -m robot_dynamics.warm_up PART`` (what a node runs at start-up: its two compiling
-    processes on a cold cache), for the dynamics node's part, the simulator's and all parts."""
+def import_ms(repeat=5):
+    """Median milliseconds Python reports (``-X importtime``, cumulative) for ``import robot_dynamics``
+    in a fresh interpreter, its modules warm in the OS cache."""
+    times = []
+    for _ in range(repeat):
+        done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import robot_dynamics"],
+                              capture_output=True, text=True, check=True)
+        last = [line for line in done.stderr.splitlines() if line.rstrip().endswith("| robot_dynamics")][-1]
+        times.append(int(last.split("|")[1]) / 1e3)
+    return statistics.median(times)
+
+
+def compile_costs():
+    """``(part, wall s, CPU s from an empty numba cache, wall s from the filled one)`` of
+    ``robot-dynamics compile PART`` (``python -m robot_dynamics_executables compile PART``) for each
+    part and all; the CPU time (user + system, the compile runs on one core) is its wall time on a free
+    core, the figure ``compiling.COLD_SECONDS`` states."""
+    from robot_dynamics.compiling import ALL, PARTS
+
     rows = []
-    for part in ("dynamics_node", "simulator", None):
+    for part in (*PARTS, ALL):
         with tempfile.TemporaryDirectory() as cache:
             env = dict(os.environ, NUMBA_CACHE_DIR=cache)
             seconds = []
             for _ in range(2):
-                start = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "robot_dynamics.warm_up", *([part] if part else [])], env=env,
-                               check=True)
-                seconds.append(time.perf_counter() - start)
-        rows.append((part or "all parts", *seconds))
+                start, cpu = time.perf_counter(), _children_cpu()
+                subprocess.run([sys.executable, "-m", "robot_dynamics_executables", "compile", part], env=env,
+                               check=True, stdout=subprocess.DEVNULL)
+                seconds.append((time.perf_counter() - start, _children_cpu() - cpu))
+        rows.append((part, seconds[0][0], seconds[0][1], seconds[1][0]))
     return rows
+
+
+def _children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main(argv=None):
@@ -147,12 +168,14 @@ def main(argv=None):
     for robot, n, name, ours, theirs in single_state_table(args.number):
         print(f"| {robot} | {n} | {name} | {ours:.2f} | {theirs:.2f} | {ours / theirs:.2f} |")
     load_ms, first, cached = start_up_costs()
+    print(f"\nimport robot_dynamics: {import_ms():.1f} ms (python -X importtime, median of 5)")
     print(f"\nload_urdf(talos_full_v2): {load_ms:.1f} ms")
     print(f"start-up (import + first call of every function): {first:.1f} s with an empty JIT cache, "
           f"{cached:.2f} s cached")
-    print("\n| warm-up (python -m robot_dynamics.warm_up PART) | empty cache (s) | cached (s) |\n|---|---|---|")
-    for part, cold, cached in warm_up_costs():
-        print(f"| {part} | {cold:.1f} | {cached:.1f} |")
+    print("\n| robot-dynamics compile PART | empty cache, wall (s) | empty cache, CPU (s) | cached, wall (s) |\n"
+          "|---|---|---|---|")
+    for part, wall, cpu, cached in compile_costs():
+        print(f"| {part} | {wall:.1f} | {cpu:.1f} | {cached:.1f} |")
 
 
 if __name__ == "__main__":

@@ -1,15 +1,11 @@
-"""The compiled layer's shared behaviour: input checks of every entry point (``batches.as_states``,
-``kernels.finite``) and the general coordinate map, joints driven by several coordinates."""
-
-import dataclasses
+"""Input checks of every public function (``batches.as_states``, ``kernels.finite``): NaN, inf, wrong
+lengths, bad wrenches and unknown frames are ValueErrors naming the problem."""
 
 import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.model import FIRST_FACTOR, FIRST_MASTER, MASTERS
 
-from test_model import GRIPPER
 from test_urdf import arm
 
 
@@ -101,53 +97,3 @@ def test_unknown_frame_is_named():
             call()
     with pytest.raises(ValueError):
         rd.jacobian(model, [0.1, 0.2], "fore", reference="body")
-
-
-# ------------------------------------------------------------------------------------------------
-# joints driven by several coordinates (the kernels' general path: topology wider than one master)
-# ------------------------------------------------------------------------------------------------
-
-def coupled_gripper():
-    """GRIPPER with finger_b = -finger_a + 0.5 wrist + 0.01: two masters, set directly in the arrays."""
-    model = rd.load_urdf(GRIPPER)
-    topology = np.zeros((3, FIRST_MASTER + 2), dtype=np.int64)
-    topology[:, :FIRST_MASTER + 1] = model.topology
-    topology[2, MASTERS] = 2
-    topology[2, FIRST_MASTER + 1] = 0  # wrist
-    bodies = np.zeros((3, FIRST_FACTOR + 2))
-    bodies[:, :FIRST_FACTOR + 1] = model.bodies
-    bodies[2, FIRST_FACTOR + 1] = 0.5
-    return dataclasses.replace(model, topology=topology, bodies=bodies)
-
-
-def test_coupled_joint_map():
-    E, o = coupled_gripper().joint_map()
-    np.testing.assert_array_equal(E, [[1, 0], [0, 1], [0.5, -1]])
-    np.testing.assert_array_equal(o, [0, 0, 0.01])
-
-
-def test_coupled_dynamics_are_the_joint_map_applied_to_the_joints():
-    """Every kernel on two masters against the independent-joint model through ``E``: ``M = E^T M_j E``,
-    ``tau = E^T ID_j``, ``C qd = h - g``, ``J = J_j E``, ``K = K_j``, ``Y theta = tau``, and FD inverts ID."""
-    model, joints = coupled_gripper(), rd.load_urdf(GRIPPER, mimic=False)
-    E, o = model.joint_map()
-    rng = np.random.default_rng(5)
-    for _ in range(4):
-        q, qd, qdd = rng.uniform(-0.5, 0.5, (3, model.nv))
-        qj, qdj, qddj = E @ q + o, E @ qd, E @ qdd
-        tau = rd.inverse_dynamics(model, q, qd, qdd)
-        np.testing.assert_allclose(tau, E.T @ rd.inverse_dynamics(joints, qj, qdj, qddj), atol=1e-12)
-        np.testing.assert_allclose(rd.mass_matrix(model, q), E.T @ rd.mass_matrix(joints, qj) @ E, atol=1e-12)
-        np.testing.assert_allclose(rd.gravity_torques(model, q), E.T @ rd.gravity_torques(joints, qj), atol=1e-12)
-        np.testing.assert_allclose(rd.bias_forces(model, q, qd), E.T @ rd.bias_forces(joints, qj, qdj), atol=1e-12)
-        np.testing.assert_allclose(rd.coriolis_matrix(model, q, qd), E.T @ rd.coriolis_matrix(joints, qj, qdj) @ E,
-                                   atol=1e-12)
-        np.testing.assert_allclose(rd.forward_dynamics(model, q, qd, tau), qdd, atol=1e-9)
-        for link in ("a", "b"):
-            np.testing.assert_allclose(rd.jacobian(model, q, link), rd.jacobian(joints, qj, link) @ E, atol=1e-12)
-            np.testing.assert_allclose(rd.frame_pose(model, q, link), rd.frame_pose(joints, qj, link), atol=1e-12)
-        np.testing.assert_allclose(rd.kinetic_energy(model, q, qd), rd.kinetic_energy(joints, qj, qdj), atol=1e-12)
-        np.testing.assert_allclose(rd.regressor(model, q, qd, qdd) @ rd.inertial_parameters(model), tau, atol=1e-12)
-        wrench = {"b": rng.uniform(-1, 1, 6)}
-        np.testing.assert_allclose(rd.inverse_dynamics(model, q, qd, qdd, external_wrenches=wrench),
-                                   E.T @ rd.inverse_dynamics(joints, qj, qdj, qddj, external_wrenches=wrench), atol=1e-12)

@@ -6,15 +6,14 @@ Ixx, Ixy, Ixz, Iyy, Iyz, Izz`` (the rotational inertia about the origin, not the
 rotor inertia (``model.armature``) of every coordinate, whose column of ``Y`` is ``qdd``.
 """
 
-import numba
 import numpy as np
 
 from .batches import as_states, matching, unbatch
+from .jit import njit
 from .kernels import add_joint_force, finite, newton_euler, pose, screw, vec, workspace
 from .model import INERTIAL_PARAMETERS, PARENT
 from .spatial import body_force, dot, force_to_parent
 
-njit = numba.njit(cache=True)
 PARAMETERS_PER_BODY = 10
 
 

@@ -1,5 +1,5 @@
-"""numba's cache never serves a kernel compiled from older sources (:mod:`robot_dynamics.jit_cache`):
-numba checks a cached kernel against its own file only, and ours inline functions of other modules."""
+"""numba's cache never serves a kernel compiled from older sources (:mod:`robot_dynamics.jit`): numba
+checks a cached kernel against its own file only, and ours inline functions of other modules."""
 
 import json
 import os
@@ -8,9 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numba
 import numpy as np
 
 import robot_dynamics as rd
+from robot_dynamics import jit
 
 # in a fresh interpreter: which package it imported, and the two-link arm's gravity torques
 GRAVITY = """
@@ -47,38 +49,24 @@ def test_a_change_to_an_inlined_module_is_compiled_into_its_callers(tmp_path):
     np.testing.assert_allclose(gravity(source, cache), 2 * first, rtol=1e-12)
 
 
-def test_every_module_with_cached_kernels_is_in_the_fingerprint():
-    from robot_dynamics.jit_cache import COMPILED_MODULES
-
+def test_every_kernel_is_declared_through_jit_in_a_module_of_the_key():
+    """No module calls numba.njit itself (its kernel would be cached where numba checks only its own
+    file), and every module that declares kernels is one whose source keys the cache."""
     package = Path(rd.__file__).parent
-    cached = {path.stem for path in package.rglob("*.py") if "numba.njit(cache=True" in path.read_text()}
-    assert cached == set(COMPILED_MODULES)
+    direct = [path.name for path in package.rglob("*.py") if path.name != "jit.py" and "numba.njit" in path.read_text()]
+    assert direct == []
+    declaring = {path for path in package.rglob("*.py") if "from .jit import" in path.read_text()}
+    assert declaring and declaring <= set(jit.compiled_sources())
+    assert {"kernels.py", "spatial.py", "model.py", "dynamics.py"} <= {path.name for path in jit.compiled_sources()}
+    assert not [path for path in jit.compiled_sources() if path.relative_to(package).parts[0] in jit.ADAPTERS]
 
 
-def test_every_cached_kernel_saves_under_the_lock(tmp_path, monkeypatch):
-    """Two processes saving signatures of one kernel at once (warm_up's) take turns (jit_cache.LockedSaves)."""
-    import numba
-    from numba.core.registry import CPUDispatcher
+def test_kernels_are_cached_in_the_directory_of_these_sources_and_numbas_setting_is_left_as_it_was():
+    from robot_dynamics import dynamics
 
-    from robot_dynamics import jit_cache
-
-    for name in jit_cache.COMPILED_MODULES:
-        module = sys.modules[f"robot_dynamics.{name}"]
-        kernels = [value for value in vars(module).values()
-                   if isinstance(value, CPUDispatcher) and value.py_func.__module__ == module.__name__]
-        assert kernels and all(isinstance(kernel._cache, jit_cache.LockedSaves) for kernel in kernels), name
-
-    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
-    held = []
-
-    def flock(file, operation):
-        held.append((Path(file.name).name, operation, sorted(p.name for p in tmp_path.rglob("*.nbi"))))
-
-    monkeypatch.setattr(jit_cache.fcntl, "flock", flock)
-    twice = numba.njit(cache=True)(lambda x: 2 * x)
-    twice._cache = jit_cache.LockedSaves(twice.py_func)
-    assert twice(3) == 6 and twice(1.5) == 3.0  # two signatures, two saves
-    assert [(name, operation) for name, operation, _ in held] == [(jit_cache.SAVE_LOCK, jit_cache.fcntl.LOCK_EX)] * 2
-    assert held[0][2] == [] and len(held[1][2]) == 1  # each taken before its save wrote the index
-    assert len(list(tmp_path.rglob("*.nbc"))) == 2
+    directory = jit.cache_directory()
+    assert directory.name == f"{jit.PREFIX}{jit.source_key()}"
+    assert Path(dynamics._gravity.stats.cache_path).is_relative_to(directory)
+    assert numba.config.CACHE_DIR == os.environ.get("NUMBA_CACHE_DIR", "")
+    other = numba.njit(cache=True)(lambda x: x + 1)
+    assert not Path(other.stats.cache_path).is_relative_to(directory)

@@ -1,0 +1,140 @@
+"""Compiling the kernels ahead, by part: what ``robot-dynamics compile [PART ...]`` runs.
+
+numba compiles a kernel at its first call and keeps it in its on-disk cache (:mod:`robot_dynamics.jit`);
+later processes load it from there in a fraction of a second. A node that left the compile to its
+first messages would miss its first control cycles, so ``./dev``, the demo and the launch files run
+``robot-dynamics compile`` before they start nodes, and a node started without it compiles its part
+at start-up, saying so (``robot_dynamics_executables``).
+
+:data:`COLD_SECONDS` is the one statement of how long that takes; the messages and the docs quote it.
+"""
+
+import time
+
+import numpy as np
+
+PARTS = {
+    "dynamics_node": "what the dynamics node calls: its pass per message (gravity, bias forces, mass matrix), friction",
+    "simulator": "a Simulator step (every integrator, limits, damping, friction, wrenches) and the gravity "
+                 "torques with which the simulator node checks a model",
+    "library": "the rest of the public functions: inverse and forward dynamics with wrenches, Coriolis "
+               "matrix, poses, Jacobians, energies, regressor",
+}
+ALL = "all"
+
+#: seconds each part takes to compile from an empty cache, and all of them: the CPU time (user + system)
+#: of ``NUMBA_CACHE_DIR=$(mktemp -d) robot-dynamics compile PART``, which compiles on one core, so this is
+#: its wall time on a free core (measured 2026-11-26, docs/benchmarks.md "First start"); up to twice that
+#: on a busy machine. Loading them all from the cache takes about 1 s.
+COLD_SECONDS = {"dynamics_node": 9, "simulator": 15, "library": 15, ALL: 20}
+
+
+def parts_of(names):
+    """The parts ``names`` mean (``all`` or none: every part), in :data:`PARTS` order; ValueError naming an unknown one."""
+    unknown = [name for name in names if name not in PARTS and name != ALL]
+    if unknown:
+        raise ValueError(f"unknown part {unknown[0]!r} (choose from {', '.join(PARTS)}, {ALL})")
+    if not names or ALL in names:
+        return tuple(PARTS)
+    return tuple(part for part in PARTS if part in names)
+
+
+def cold_time(names):
+    """How long compiling ``names`` from an empty cache takes, as words (:data:`COLD_SECONDS`)."""
+    parts = parts_of(names)
+    seconds = min(COLD_SECONDS[ALL], sum(COLD_SECONDS[part] for part in parts))  # (parts share kernels)
+    return f"about {seconds} s on a free core, up to twice that on a busy machine"
+
+
+def compile_parts(names=(), on_compiling=None):
+    """Call the kernels of the parts ``names`` (:func:`parts_of`) once on the two-link example arm,
+    which compiles those not in numba's cache yet (the kernels take the same argument types for every
+    robot: what compiles here serves any model). ``on_compiling()`` is called once, as soon as a kernel
+    turns out not to be in the cache. Returns how many kernel signatures were compiled (0: all loaded).
+
+    >>> compile_parts(["dynamics_node"])
+    0
+    """
+    from . import jit
+
+    parts = parts_of(names)
+    before = jit.compiled_count()
+    announced = False
+    for job in _jobs(parts):
+        job()
+        if not announced and on_compiling is not None and jit.compiled_count() > before:
+            announced = True
+            on_compiling()
+    return jit.compiled_count() - before
+
+
+def _jobs(parts):
+    """The calls that compile ``parts``: small ones, so that a cold cache shows after the first."""
+    from . import examples
+    from .control import friction_torques
+    from .data import Data, compute_terms
+    from .dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
+    from .kinematics import frame_pose, jacobian, kinetic_energy, potential_energy
+    from .observer import MomentumObserver
+    from .regression import regressor
+    from .simulation import Simulator
+    from .urdf import load_urdf
+
+    arm = []  # the example arm, once loaded (load_urdf's check calls the mass matrix)
+    q, qd, wrench = np.array([0.3, -0.2]), np.array([0.1, 0.2]), {"tip": np.ones(6)}
+
+    def load():
+        arm.append(load_urdf(examples.TWO_LINK_URDF))
+
+    def step():
+        # One step compiles every integrator: the step kernel takes the method as an argument (the adaptive
+        # integrator's right-hand side is the same kernel; scipy, 0.3-0.6 s to import, is left to its first
+        # step). The shoulder starts beyond its limit (3.14 rad): the limit response too.
+        simulator = Simulator(arm[0], [3.2, 0.0], qd, apply_damping=True, apply_friction=True)
+        simulator.step(np.zeros(2), 1e-3, external_wrenches=wrench)
+
+    jobs = [load]
+    if "dynamics_node" in parts:
+        jobs += [lambda: compute_terms(Data(arm[0]), q, qd),  # the node's pass per message
+                 lambda: friction_torques(arm[0].viscous_damping, arm[0].friction, 0.01, qd),
+                 lambda: [MomentumObserver(arm[0], 50.0, frame="tip", friction=True).update(t, q, qd, qd)
+                          for t in (0.0, 1e-3)]]  # its external_torque.enabled
+    if "simulator" in parts:
+        jobs += [lambda: gravity_torques(arm[0], q), lambda: compute_terms(Data(arm[0]), q, qd), step]  # (drives)
+    if "library" in parts:
+        jobs += [lambda: frame_pose(arm[0], q, "tip"),
+                 *(lambda reference=reference: jacobian(arm[0], q, "tip", reference) for reference in ("world", "local")),
+                 lambda: potential_energy(arm[0], q), lambda: kinetic_energy(arm[0], q, qd),
+                 lambda: inverse_dynamics(arm[0], q, qd, qd, external_wrenches=wrench),
+                 lambda: forward_dynamics(arm[0], q, qd, qd, external_wrenches=wrench),
+                 lambda: coriolis_matrix(arm[0], q, qd), lambda: regressor(arm[0], q, qd, qd),
+                 lambda: mass_matrix(arm[0], q)]
+    return jobs
+
+
+def compile_and_report(names, name, say):
+    """:func:`compile_parts` for a program about to use the kernels of ``names``; ``say(line)`` is told
+    when they compile (with how long that usually takes), and then how long it took. ``name`` is what
+    the program calls them. Returns the seconds it took."""
+    started = time.monotonic()
+    compiled = compile_parts(names, on_compiling=lambda: say(
+        f"compiling {name} (not in numba's cache yet: {cold_time(names)}; later starts load them in about 1 s) ..."))
+    took = time.monotonic() - started
+    if compiled:
+        say(f"{name} ready in {took:.1f} s ({compiled} compiled)")
+    return took
+
+
+def remove_stale_directories():
+    """Remove the kernel directories of other sources than these (:mod:`robot_dynamics.jit`); returns them."""
+    import shutil
+
+    from . import jit
+
+    current = jit.cache_directory()
+    if current is None:
+        return []
+    stale = [path for path in current.parent.glob(f"{jit.PREFIX}*") if path != current and path.is_dir()]
+    for path in stale:
+        shutil.rmtree(path, ignore_errors=True)
+    return stale

@@ -1,0 +1,181 @@
+"""The house: no import circle among the project's modules, and no module importing a layer above its
+own in docs/architecture.md's layer table (every import statement counts, inside functions too);
+``import robot_dynamics`` loads none of its modules."""
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "robot_dynamics"
+ENTRY = ROOT / "robot_dynamics_executables.py"
+
+
+def project_modules(root=ROOT):
+    """{dotted name: path} of the package's modules and of the executables' entry module."""
+    modules = {ENTRY.stem: ENTRY} if (root / ENTRY.name).is_file() else {}
+    for path in sorted((root / PACKAGE.name).rglob("*.py")):
+        name = ".".join(path.relative_to(root).with_suffix("").parts)
+        modules[name.removesuffix(".__init__")] = path
+    return modules
+
+
+def import_edges(modules):
+    """{module: {project modules it imports}}: every import statement, relative ones resolved; a module
+    importing its own package (``from . import x`` in it) is no edge."""
+    edges = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(parts + ([base] if base else []))
+                targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name and not name.startswith(target + "."):
+                    edges[name].add(target)
+    return edges
+
+
+def circles(edges):
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def layer_table():
+    """[(layer, [module patterns])] from docs/architecture.md, bottom layer first: ``x.py`` is a module of the
+    package, ``dir/`` every module under it, ``robot_dynamics_executables.py`` the entry module beside it."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1:3] for line in section.splitlines() if line.startswith("| ") and "---" not in line]
+    return [(layer.strip(), re.findall(r"`([\w/]+(?:\.py|/))`", modules)) for layer, modules in rows[1:]]
+
+
+def layer_of(module, table):
+    """The index in ``table`` of ``module``'s layer (the most specific pattern that names it); None if none does."""
+    if module == ENTRY.stem:
+        relative = ENTRY.stem
+    else:
+        relative = "/".join(module.split(".")[1:])
+    best = None
+    for k, (_, patterns) in enumerate(table):
+        for pattern in patterns:
+            names_it = (relative + "/").startswith(pattern) if pattern.endswith("/") else relative + ".py" == pattern
+            if names_it and (best is None or len(pattern) > best[1]):
+                best = (k, len(pattern))
+    return None if best is None else best[0]
+
+
+def upward_arrows(edges, table):
+    """``(module, imported module)`` pairs where the imported one is in a higher layer."""
+    return sorted((a, b) for a, targets in edges.items() for b in targets
+                  if layer_of(b, table) is not None and layer_of(a, table) is not None
+                  and layer_of(b, table) > layer_of(a, table))
+
+
+def test_no_import_circle():
+    assert circles(import_edges(project_modules())) == []
+
+
+def test_a_circle_is_found(tmp_path):
+    """The check itself: a two-module circle through a function-level import, and a longer one."""
+    package = tmp_path / "robot_dynamics"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from .b import f\n")
+    (package / "b.py").write_text("def f():\n    from . import a\n")
+    (package / "c.py").write_text("import robot_dynamics.d\n")
+    (package / "d.py").write_text("from robot_dynamics import e\n")
+    (package / "e.py").write_text("from .c import x\n")
+    found = circles(import_edges(project_modules(tmp_path)))
+    assert found == [["robot_dynamics.a", "robot_dynamics.b"],
+                     ["robot_dynamics.c", "robot_dynamics.d", "robot_dynamics.e"]]
+
+
+def test_every_module_is_in_a_layer_and_none_imports_a_layer_above_its_own():
+    table = layer_table()
+    assert [layer for layer, _ in table][:2] == ["compiled code", "algebra"]
+    modules = project_modules()
+    unplaced = [name for name, path in modules.items() if path.name != "__init__.py" and layer_of(name, table) is None]
+    assert not unplaced, f"modules in no layer of docs/architecture.md: {unplaced}"
+    assert upward_arrows(import_edges(modules), table) == []
+
+
+def test_an_upward_arrow_is_found():
+    table = layer_table()
+    edges = {"robot_dynamics.kernels": {"robot_dynamics.nodes.runner"}, "robot_dynamics.nodes.runner": set()}
+    assert upward_arrows(edges, table) == [("robot_dynamics.kernels", "robot_dynamics.nodes.runner")]
+    edges = {"robot_dynamics.nodes.runner": {"robot_dynamics_executables"}, "robot_dynamics_executables": set()}
+    assert upward_arrows(edges, table) == [("robot_dynamics.nodes.runner", "robot_dynamics_executables")]
+
+
+def test_no_module_of_the_package_imports_the_executables_entry_module():
+    edges = import_edges(project_modules())
+    assert not [name for name, targets in edges.items() if ENTRY.stem in targets]
+
+
+def test_importing_the_package_loads_none_of_its_modules_nor_numba():
+    code = ("import sys, robot_dynamics; print(sorted(m for m in sys.modules if m.startswith(('robot_dynamics.', "
+            "'numba', 'numpy', 'scipy'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("name", ["load_urdf", "gravity_torques", "inertia_bounds", "elastic_energy", "examples"])
+def test_the_public_names_load_on_first_use(name):
+    import robot_dynamics as rd
+
+    assert name in rd.__all__ and name in dir(rd)
+    assert getattr(rd, name) is not None
+    with pytest.raises(AttributeError, match="no_such_name"):
+        rd.no_such_name  # noqa: B018
+
+
+def test_no_public_name_is_shadowed_by_a_module_of_the_same_name():
+    # Importing robot_dynamics.X binds the package's attribute X to that module, which would hide a
+    # lazily loaded public function X for good: no public name may also be a module's name.
+    code = ("import importlib, pkgutil, types, robot_dynamics as rd\n"
+            "for m in pkgutil.iter_modules(rd.__path__): importlib.import_module('robot_dynamics.' + m.name)\n"
+            "print(sorted(n for n in rd.__all__ if n != 'examples' and isinstance(getattr(rd, n), types.ModuleType)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
