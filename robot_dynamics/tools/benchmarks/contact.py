@@ -2,9 +2,9 @@
 """The CPU the external-torque observer adds to the dynamics node per joint_states message (Panda-7).
 
 Two ``DynamicsNode`` objects in this process, one with ``external_torque.enabled`` (and collision
-thresholds) and one without, otherwise alike (``command_source: gravity``, mass matrix and bias
-torques published), take the same JointState messages (position, velocity, effort) through their
-``joint_states`` callback, called directly: the CPU of the callback, outputs published included,
+thresholds) and one without, otherwise alike (``command_source: gravity``; no subscriber, so the node
+computes only the command), take the same JointState messages (position, velocity, effort) through
+their ``joint_states`` callback, called directly: the CPU of the callback, outputs published included,
 without the executor's and DDS's share (which the observer does not change).  The two are timed in
 alternation, many rounds, and the medians compared: the difference is what the observer costs.
 Also the observer alone (``MomentumObserver.update``) and ``rd.coriolis_matrix`` as an anchor: on a
