@@ -10,7 +10,7 @@ import pytest
 import robot_dynamics as rd
 
 import robot_files as rf  # noqa: E402
-from test_kernels import coupled_gripper  # noqa: E402
+from test_couplings import coupled_gripper  # noqa: E402
 
 ALL = rd.GRAVITY | rd.BIAS | rd.MASS | rd.WORLD
 
