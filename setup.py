@@ -37,6 +37,8 @@ setup(
         ],
         # the demo's plot (robot-dynamics demo / ./dev demo)
         "demo": ["matplotlib>=3.5"],
+        # identify's validation plot (validation.png)
+        "plot": ["matplotlib>=3.5"],
         "ros": [
             "ros-rclpy",
             "ros-rmw-fastrtps-cpp",

@@ -14,11 +14,12 @@ import time
 import numpy as np
 
 PARTS = {
-    "dynamics_node": "what the dynamics node calls: its pass per message (gravity, bias forces, mass matrix), friction",
+    "dynamics_node": "what the dynamics node calls: its pass per message (gravity, bias forces, mass matrix), "
+                     "friction; and the gravity torques and mass matrix of the CLI's info, gravity and mass-matrix",
     "simulator": "a Simulator step (every integrator, limits, damping, friction, wrenches) and the gravity "
                  "torques with which the simulator node checks a model",
-    "library": "the rest of the public functions: inverse and forward dynamics with wrenches, Coriolis "
-               "matrix, poses, Jacobians, energies, regressor",
+    "library": "the rest of the public functions: inverse and forward dynamics with wrenches, bias forces, "
+               "Coriolis matrix, poses, Jacobians, energies, regressor",
 }
 ALL = "all"
 
@@ -97,6 +98,7 @@ def _jobs(parts):
     if "dynamics_node" in parts:
         jobs += [lambda: compute_terms(Data(arm[0]), q, qd),  # the node's pass per message
                  lambda: friction_torques(arm[0].viscous_damping, arm[0].friction, 0.01, qd),
+                 lambda: gravity_torques(arm[0], q),  # (the CLI's gravity and info commands share the part)
                  lambda: [MomentumObserver(arm[0], 50.0, frame="tip", friction=True).update(t, q, qd, qd)
                           for t in (0.0, 1e-3)]]  # its external_torque.enabled
     if "simulator" in parts:
@@ -107,7 +109,8 @@ def _jobs(parts):
                  lambda: potential_energy(arm[0], q), lambda: kinetic_energy(arm[0], q, qd),
                  lambda: inverse_dynamics(arm[0], q, qd, qd, external_wrenches=wrench),
                  lambda: forward_dynamics(arm[0], q, qd, qd, external_wrenches=wrench),
-                 lambda: coriolis_matrix(arm[0], q, qd), lambda: regressor(arm[0], q, qd, qd),
+                 lambda: bias_forces(arm[0], q, qd), lambda: coriolis_matrix(arm[0], q, qd),
+                 lambda: regressor(arm[0], q, qd, qd),
                  lambda: mass_matrix(arm[0], q)]
     return jobs
 

@@ -34,9 +34,13 @@ is skipped with a warning naming it: one with a rotor but another type than Simp
 several joints or several actuators; one naming a joint the URDF does not have, a fixed joint
 with a rotor, or a rotor on a joint that follows several coordinates (its reflected inertia
 ``r^2 J_m e e^T``, ``e`` the joint's row of ``E``, would couple them, and the armature is one
-value per coordinate); a value that is not a finite number; a negative inertia or damping.  (Without a
-rotor a transmission adds nothing, so an unread differential transmission of a real robot
-description is skipped quietly.)  A transmission never stops a URDF from loading.
+value per coordinate); a value that is not a finite number; a negative inertia or damping; a gear
+ratio of 0 with a rotor (a motor that does not turn).  (Without a rotor a transmission adds nothing,
+so an unread differential transmission of a real robot description is skipped quietly.)  A
+``<rotor_inertia>``, ``<rotor_damping>`` or ``<gear_ratio>`` without the ``drake:`` namespace is
+not read, with a warning.  Only numbers that break the model stop a URDF from loading
+(:class:`TransmissionError`): a gear ratio beyond :data:`MAX_GEAR_RATIO` in magnitude, or reflected
+terms that overflow.
 """
 
 import math
@@ -47,6 +51,15 @@ from dataclasses import dataclass
 import numpy as np
 
 SIMPLE_TRANSMISSION = "SimpleTransmission"  # transmission_interface/… or pr2_mechanism_model/…
+DRAKE_TAGS = ("gear_ratio", "rotor_inertia", "rotor_damping")
+
+MAX_GEAR_RATIO = 1e6
+"""Largest magnitude of a gear ratio: the armature is its square times the rotor inertia, and real
+reductions stay below about 1e4 (a larger one is a slip, or overflows double precision)."""
+
+
+class TransmissionError(ValueError):
+    """A transmission whose numbers would break the model (the URDF is refused; the message names it)."""
 
 
 class _Unreadable(ValueError):
@@ -117,10 +130,18 @@ def rotors(root, model):
             continue
         joint = joints[0].get("name")
         actuator = actuators[0] if actuators else None
+        _warn_plain_drake_tags(transmission, what)
         try:
-            rotor_inertia, rotor_damping, ratio = _motor(transmission, actuator, what)
+            rotor_inertia, rotor_damping, ratio, ratio_tag = _motor(transmission, actuator, what)
         except _Unreadable as error:
             warnings.warn(f"{error}; {what} skipped", stacklevel=5)
+            continue
+        if not abs(ratio) <= MAX_GEAR_RATIO:
+            raise TransmissionError(f"{what} of joint {joint!r} has the gear ratio {ratio_tag} {ratio:g}: beyond "
+                                    f"{MAX_GEAR_RATIO:g} in magnitude (a slip, or the reflected inertia would overflow)")
+        if ratio == 0 and (rotor_inertia or rotor_damping):
+            warnings.warn(f"{what} of joint {joint!r} has the gear ratio 0 with a rotor: a motor that does not turn "
+                          "reflects nothing, so its rotor is ignored (give the reduction, e.g. 100)", stacklevel=5)
             continue
         if joint in model.joint_names:
             coordinate, multiplier = model.joint_names.index(joint), 1.0
@@ -152,7 +173,22 @@ def reflected_motor_terms(root, model):
     for rotor in rotors(root, model):
         armature[rotor.coordinate] += rotor.gain * rotor.rotor_inertia
         damping[rotor.coordinate] += rotor.gain * rotor.rotor_damping
+        for what, values in (("armature r^2 J_m", armature), ("motor damping r^2 B_m", damping)):
+            if not np.isfinite(values[rotor.coordinate]):
+                name = rotor.transmission.get("name", "(unnamed)")
+                raise TransmissionError(
+                    f"transmission {name!r}: the {what} of {model.joint_names[rotor.coordinate]!r} overflows "
+                    f"(gear factor r^2 = {rotor.gain:g}, J_m = {rotor.rotor_inertia:g}, B_m = {rotor.rotor_damping:g})")
     return armature, damping
+
+
+def _warn_plain_drake_tags(transmission, what):
+    """Warn about Drake's tags written without their namespace (which Drake ignores, and so does this module)."""
+    plain = sorted({element.tag for element in transmission.iter() if element.tag in DRAKE_TAGS})
+    if plain:
+        tags = ", ".join(f"<{tag}>" for tag in plain)
+        warnings.warn(f"{what} has {tags} without the drake: namespace: not read; write <drake:{plain[0]} value=.../> "
+                      f"with xmlns:drake=\"{DRAKE_NAMESPACE}\" on <robot>", stacklevel=6)
 
 
 def _has_rotor(transmission):
@@ -160,13 +196,15 @@ def _has_rotor(transmission):
 
 
 def _motor(transmission, actuator, what):
-    """``(J_m, B_m, r)`` of a transmission's motor (zeros where not given, ``r`` = 1 if not given)."""
-    ratio = _drake(actuator, "gear_ratio", what)
+    """``(J_m, B_m, r, the tag r is read from)`` of a transmission's motor (zeros where not given, ``r`` = 1
+    if not given)."""
+    ratio, source = _drake(actuator, "gear_ratio", what), "<drake:gear_ratio>"
     if ratio is None:
+        source = "<mechanicalReduction>"
         reduction = actuator.find("mechanicalReduction") if actuator is not None else None
         if reduction is None:
             reduction = transmission.find("mechanicalReduction")
-        ratio = 1.0 if reduction is None else _value(reduction, f"{what} <mechanicalReduction>", attribute=False)
+        ratio = 1.0 if reduction is None else _value(reduction, f"{what} {source}", attribute=False)
     terms = []
     for tag in ("rotor_inertia", "rotor_damping"):
         value = _drake(actuator, tag, what)
@@ -175,4 +213,4 @@ def _motor(transmission, actuator, what):
         if value is not None and value < 0:
             raise _Unreadable(f"{what} <drake:{tag}> is negative ({value})")
         terms.append(0.0 if value is None else value)
-    return terms[0], terms[1], ratio
+    return terms[0], terms[1], ratio, source

@@ -19,12 +19,19 @@ from urdf_parser_py import urdf as urdf_parser
 from urdf_parser_py.xml_reflection import core as urdf_reflection
 
 from .dynamics import mass_matrix
-from .transmissions import reflected_motor_terms
+from .input_files import MAX_URDF_BYTES, read_text_file
+from .transmissions import TransmissionError, reflected_motor_terms
 from .model import (
     FIRST_FACTOR, FIRST_MASTER, INERTIAL_PARAMETERS, KIND, MASTERS, OFFSET, ORIGIN_P, ORIGIN_R, PARENT, PRISMATIC,
     REVOLUTE, SCREW, Frame, RobotModel, inertial_parameters_about_origin, move_inertial_parameters, read_only,
 )
 from .robots import urdf_file
+from .spatial import axis_angle
+
+MAX_COUPLING_FACTOR = 1e6
+"""Largest magnitude of a coupling's factor, as declared (``<mimic multiplier>``) and through a chain: the
+mass matrix carries its square times the link inertias, and a larger one is a slip (a gear train of a
+million to one is beyond any real robot), or overflows double precision."""
 
 SUPPORTED_JOINTS = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC, "fixed": None}
 _KEPT_LINK_ELEMENTS = {"inertial"}
@@ -36,7 +43,7 @@ class URDFError(ValueError):
     """A URDF that cannot be turned into a correct model; the message names the link or joint."""
 
 
-def load_urdf(source, mimic=True, couplings=None):
+def load_urdf(source, mimic=True, couplings=None, locks=None):
     """Build a :class:`RobotModel` from a URDF file path, an XML string or a bundled robot's name.
 
     A path that is not a file is looked up among the bundled robots (``"planar_2r"``), the same
@@ -49,8 +56,13 @@ def load_urdf(source, mimic=True, couplings=None):
     coupling, e.g. a closed parallelogram cut open, see ``urdf/five_bar.urdf``).  ``couplings``
     does the same from Python for a URDF that cannot be edited, and wins over the joint's tags:
     ``{joint: {master: factor, ...}}`` or ``{joint: ({master: factor, ...}, offset)}``.  Chains are
-    resolved onto independent coordinates; an unknown master, a cycle or a non-finite factor is a
-    URDFError naming the joint.
+    resolved onto independent coordinates; an unknown master, a cycle, a factor that is not finite or
+    beyond :data:`MAX_COUPLING_FACTOR` (as declared or through the chain) is a URDFError naming the
+    joint and the value. A coupling for which a whole turn of a continuous joint moves its follower
+    (a factor that is not a whole number, or a prismatic follower: a lead screw) is warned about: the
+    continuous joint's angle must then be the multi-turn one, never wrapped into [-pi, pi).
+    ``locks`` (``{joint: position}``) holds moving joints at a position: each becomes a fixed joint
+    at that position and is folded like one (a gripper the recording lacks, a tool's axis).
 
     >>> import robot_dynamics as rd
     >>> arm = rd.load_urdf(rd.examples.TWO_LINK_URDF)
@@ -68,10 +80,13 @@ def load_urdf(source, mimic=True, couplings=None):
     if not mimic:
         declared = {}
     declared.update(_api_couplings(couplings))
-    model = _build(robot, declared)
-    armature, motor_damping = reflected_motor_terms(ET.fromstring(xml), model)
+    model = _build(robot, declared, _locks(robot, declared, locks))
+    try:
+        armature, motor_damping = reflected_motor_terms(ET.fromstring(xml), model)
+    except TransmissionError as error:
+        raise URDFError(str(error)) from None
     model = model.with_armature(armature, motor_damping)
-    _warn_massless_joints(model)  # a rotor alone gives a joint inertia
+    _check_joint_inertias(model)  # (a rotor alone gives a joint inertia)
     return model
 
 
@@ -84,9 +99,9 @@ def _read(source):
         except LookupError as error:
             raise URDFError(str(error)) from None
         try:
-            return path.read_text()
-        except OSError as error:
-            raise URDFError(f"cannot read URDF file {str(path)!r}: {error.strerror}") from None
+            return read_text_file(path, MAX_URDF_BYTES, "URDF file")
+        except ValueError as error:
+            raise URDFError(str(error)) from None
     if isinstance(source, bytes):
         return source.decode()
     if not isinstance(source, str):
@@ -263,6 +278,8 @@ def _resolve_couplings(declared, moving):
             if master == name:
                 raise URDFError(f"joint {name!r} follows itself")
         _finite([factor for _, factor in terms] + [offset], f"joint {name!r} mimic")
+        for master, factor in terms:
+            _check_factor(name, master, factor, "its <mimic> multiplier")
     resolved = {}
 
     def resolve(name, path):
@@ -284,18 +301,82 @@ def _resolve_couplings(declared, moving):
         return resolved[name]
 
     for name in declared:
-        resolve(name, [])
+        factors, offset = resolve(name, [])
+        for master, factor in factors.items():
+            _check_factor(name, master, factor, "through its chain of couplings")
+        _finite([offset], f"joint {name!r} mimic offset through its chain of couplings")
     return resolved
 
 
-def _build(robot, declared):
+def _check_factor(name, master, factor, how):
+    if not abs(factor) <= MAX_COUPLING_FACTOR:
+        raise URDFError(f"joint {name!r} follows {master!r} with the factor {factor:g} ({how}): beyond "
+                        f"{MAX_COUPLING_FACTOR:g} in magnitude (a slip, or the dynamics would overflow)")
+
+
+def _warn_multi_turn_couplings(couplings, types):
+    """Warn where a whole turn of a continuous joint moves a joint that follows it (a factor that is not a
+    whole number, or a prismatic follower). A lead screw is such a mechanism, so it loads; but a driver
+    that wraps the continuous joint's angle into [-pi, pi) would give one pose two angles of the follower,
+    hence two torques."""
+    for name, (factors, _) in couplings.items():
+        for master, factor in factors.items():
+            if types[master] == "continuous" and factor != 0 and (types[name] == "prismatic" or factor != round(factor)):
+                turn = f"{factor * 2 * math.pi:g} m" if types[name] == "prismatic" else f"{factor * 360:g} degrees"
+                warnings.warn(f"joint {name!r} follows the continuous joint {master!r} with the factor {factor:g}: a "
+                              f"whole turn of {master!r} moves {name!r} by {turn}, so its position must be the multi-turn "
+                              "angle, never wrapped into [-pi, pi) (with a range, declare it revolute with limits)",
+                              stacklevel=5)
+
+
+def _locks(robot, declared, locks):
+    """``{joint: position}`` of the joints to hold fixed: the moving joints of ``locks`` and the
+    coupled joints that follow only locked ones, at ``multiplier * master + offset``."""
+    moving = {joint.name for joint in robot.joints if joint.type != "fixed"}
+    held = {}
+    for name, value in (locks or {}).items():
+        if name not in moving:
+            raise URDFError(f"cannot lock joint {name!r}: not a moving joint of the URDF "
+                            f"(moving joints: {', '.join(sorted(moving))})")
+        if name in declared:
+            raise URDFError(f"cannot lock joint {name!r}: it follows another joint (<mimic>); lock its master")
+        held[name] = float(_finite([value], f"lock of joint {name!r}")[0])
+    followers = {name: value for name, value in declared.items() if name in moving}
+    while True:  # coupled joints whose masters are all held, chains included
+        ready = [name for name, (terms, _) in followers.items() if name not in held and all(m in held for m, _ in terms)]
+        if not ready:
+            break
+        for name in ready:
+            terms, offset = followers[name]
+            held[name] = sum(factor * held[master] for master, factor in terms) + offset
+    for name, (terms, _) in followers.items():
+        if name not in held and any(master in held for master, _ in terms):
+            raise URDFError(f"joint {name!r} follows locked and unlocked joints: lock them all, or none")
+    return held
+
+
+def _locked_motion(joint, value):
+    """The 4x4 motion of a locked joint held at ``value`` (rad or m) along its axis."""
+    axis = np.asarray(_finite(joint.axis if joint.axis is not None else (1.0, 0.0, 0.0), f"joint {joint.name!r} axis"))
+    axis = axis / max(np.linalg.norm(axis), 1e-300)
+    motion = np.eye(4)
+    if SUPPORTED_JOINTS.get(joint.type) == PRISMATIC:
+        motion[:3, 3] = value * axis
+    else:
+        motion[:3, :3] = np.array(axis_angle.py_func(axis, value)).reshape(3, 3)  # Rodrigues, without compiling it
+    return motion
+
+
+def _build(robot, declared, locks=None):
+    locks = locks or {}
     root, links, children = _tree(robot)
     for joint in robot.joints:
         if joint.type not in SUPPORTED_JOINTS:
             detail = "not supported yet" if joint.type in ("floating", "planar") else "unknown"
             raise URDFError(f"joint {joint.name!r} has type {joint.type!r}: {detail} (use revolute, continuous, prismatic or fixed)")
-    moving = {joint.name for joint in robot.joints if joint.type != "fixed"}
-    couplings = _resolve_couplings(declared, moving)
+    moving = {joint.name for joint in robot.joints if joint.type != "fixed" and joint.name not in locks}
+    couplings = _resolve_couplings({name: value for name, value in declared.items() if name not in locks}, moving)
+    _warn_multi_turn_couplings(couplings, {joint.name: joint.type for joint in robot.joints})
 
     # Depth-first walk: each link gets (carrying body, pose in that body's frame).
     body_rows, body_parents, body_kinds, body_joints, joint_info = [], [], [], [], []
@@ -307,7 +388,9 @@ def _build(robot, declared):
         joint = stack.pop()
         parent_frame = frames[joint.parent]
         origin = parent_frame.pose @ _pose(joint.origin, f"joint {joint.name!r}")
-        if joint.type == "fixed":
+        if joint.name in locks:  # held at a position: a fixed joint there
+            frames[joint.child] = Frame(parent_frame.body, read_only(origin @ _locked_motion(joint, locks[joint.name])))
+        elif joint.type == "fixed":
             frames[joint.child] = Frame(parent_frame.body, read_only(origin))
         else:
             axis = _finite(joint.axis if joint.axis is not None else (1.0, 0.0, 0.0), f"joint {joint.name!r} axis")
@@ -393,12 +476,16 @@ def _dynamics(joint):
     return tuple(_finite([damping, friction], f"joint {joint.name!r} dynamics"))
 
 
-def _warn_massless_joints(model):
-    """Warn about coordinates that move no mass: their column of M is zero (singular dynamics)."""
+def _check_joint_inertias(model):
+    """The diagonal of ``M(0)``: refuse a model whose numbers overflow there; warn about coordinates that
+    move no mass (their column of M is zero: singular dynamics)."""
     if model.nv == 0:
         return
     diagonal = np.diagonal(mass_matrix(model, np.zeros(model.nv)))
     for name, value in zip(model.joint_names, diagonal):
+        if not np.isfinite(value):
+            raise URDFError(f"the mass matrix overflows at q = 0: joint {name!r} has the inertia {value} "
+                            "(masses, inertias, distances or motors too large for double precision)")
         if value <= 1e-12:
             warnings.warn(
                 f"joint {name!r} moves no mass or inertia: its column of the mass matrix is zero, "

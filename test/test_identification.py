@@ -395,7 +395,7 @@ def test_cli_identify_writes_the_files_and_errors_are_one_line(tmp_path, planar_
     rd.load_urdf(tmp_path / "out" / "identified.urdf")
     write_csv(tmp_path / "no_effort.csv", run.joint_names, run.t, run.q)
     done = _cli("identify", "no_effort.csv", "--urdf", "planar_2r", cwd=tmp_path)
-    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "no efforts" in done.stderr
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no efforts" in done.stderr
 
 
 
@@ -413,7 +413,7 @@ def test_trajectory_publisher_plays_the_excitation_file(tmp_path, planar, planar
             np.testing.assert_allclose(sent, exact, atol=2e-5)
     np.testing.assert_allclose(played.at(20.0)[0], planar_excitation(10.0)[0], atol=1e-8)  # held at the end, at rest
     np.testing.assert_allclose(played.at(20.0)[1], 0, atol=1e-8)
-    with pytest.raises(ValueError, match="excitation_file .*missing.csv"):
+    with pytest.raises(ValueError, match="excitation_file: .*missing.csv"):
         make_trajectory(planar, Settings(excitation_file=str(tmp_path / "missing.csv")))
     arm = rd.load_urdf(bundled_urdf("arm7_gripper"))
     with pytest.raises(ValueError, match="theta1"):

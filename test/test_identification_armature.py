@@ -227,7 +227,7 @@ def test_cli_identify_armature(tmp_path, geared_run):
     assert table.count("(identified)") == 3 and "armature elbow" in table
     assert np.all(rd.load_urdf(tmp_path / "out" / "identified.urdf").armature > 0)
     done = _cli("identify", "run.csv", "--urdf", "bare.urdf", "--armature", "--payload", "forearm", cwd=tmp_path)
-    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "identify the robot (with --armature) first" in done.stderr
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "identify the robot (with --armature) first" in done.stderr
     done = _cli("excite", "bare.urdf", "--duration", "5", "--period", "5", "--armature", "--output", "excitation.csv",
                 cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -52,12 +52,15 @@ def test_help_lists_every_parameter_with_its_default_and_every_topic(name):
 
 def test_help_shows_the_defaults_as_a_params_file_writes_them():
     text = help_text(EXECUTABLES["dynamics_node"])
-    assert "  gravity (double_array; default [0.0, 0.0, -9.81])" in text
-    assert "  friction_velocity (double, 1e-06 .. 10; default 0.01)" in text
+    assert "  gravity (double_array, read-only with lock_torque_parameters; default [0.0, 0.0, -9.81])" in text
+    assert "  friction_velocity (double, 1e-06 .. 10, read-only with lock_torque_parameters; default 0.01)" in text
     assert "  publish_mass_matrix (bool; default true)" in text
-    assert '  command_source (string; default "none")' in text
+    assert '  command_source (string, read-only with lock_torque_parameters; default "none")' in text
+    assert "  lock_torque_parameters (bool, read-only; default false)" in text
+    assert "  robot_description (string, read-only with lock_torque_parameters; " in text
     text = help_text(EXECUTABLES["simulator_node"])
     assert "  publish_clock (bool, read-only; default false)" in text
+    assert "lock_torque_parameters" not in text  # (the simulator has no lock)
     assert "  ~/reset  std_srvs/Trigger" in text
 
 

@@ -11,7 +11,7 @@ import pytest
 import robot_dynamics as rd
 from robot_dynamics.nodes import dynamics_plan, simulator_plan
 from robot_dynamics.nodes.safety import (
-    MAX_DESCRIPTION_CHARS, POSITION_MARGIN, VELOCITY_FACTOR, Plausibility, check_outputs_finite, closest_name, cut,
+    MAX_DESCRIPTION_CHARS, POSITION_MARGIN, UNLIMITED_POSITION, UNLIMITED_SPEED, VELOCITY_FACTOR, Plausibility, check_outputs_finite, closest_name, cut,
     description_text,
 )
 from robot_dynamics.nodes.simulator_inputs import DRIVE_BANDWIDTH, Commands, drive_torques
@@ -76,10 +76,15 @@ WHEEL = """<robot name="wheel"><link name="base"/>
 </robot>"""
 
 
-def test_joints_without_limits_are_not_limited():
+def test_joints_without_limits_have_the_wide_bounds():
+    """A continuous joint without a velocity limit: up to UNLIMITED_POSITION and UNLIMITED_SPEED (1e6
+    rad, 1e3 rad/s) it is believed, beyond them it is not (1e300 rad/s used to pass)."""
     model = rd.load_urdf(WHEEL)
     check = Plausibility(model)
-    assert check.problem(np.arange(1), np.array([1e6]), np.array([1e6])) == ""
+    assert check.problem(np.arange(1), np.array([UNLIMITED_POSITION]), np.array([-UNLIMITED_SPEED])) == ""
+    assert "spin=1.1e+06" in check.problem(np.arange(1), np.array([1.1e6]), None)
+    assert "spin=1e+300" in check.problem(np.arange(1), None, np.array([1e300]))
+    assert "spin=nan" in check.problem(np.arange(1), None, np.array([math.nan]))
 
 
 def test_settings_that_make_the_outputs_non_finite_are_refused(arm7):
@@ -88,7 +93,7 @@ def test_settings_that_make_the_outputs_non_finite_are_refused(arm7):
         dynamics_plan.make_plan(arm7, dynamics_plan.Settings(gravity=(1e308, 0.0, 0.0)))
     link = arm7.link_names[-1]
     far = dynamics_plan.Settings(payload_link=link, payload_mass=1e4, payload_com=(1e200, 0.0, 0.0))
-    with pytest.raises(ValueError, match="payload 10000 kg .* non-finite"):
+    with pytest.raises(ValueError, match="payload.mass 10000 kg is more than 10 times the robot's mass"):
         dynamics_plan.make_plan(arm7, far)
     with pytest.raises(ValueError, match="gravity .* non-finite"):
         simulator_plan.make_plan(arm7, simulator_plan.Settings(gravity=(0.0, 1e308, 0.0)))

@@ -22,7 +22,8 @@ Subcommands::
 ``cartesian_3dof``). ``--q`` takes the joint values in model order (``--q 0 0.5``, also
 ``--q 0,0.5``) or by name (``--q theta2=0.5``; joints not named are 0). Errors are one line on
 stderr and a non-zero exit status: 1 for a bad URDF, configuration or unknown robot, 2 for a
-command-line usage error.
+command-line usage error or bad input to ``excite``/``identify`` (a recording, an option's value,
+an output path).
 
 Only the ``demo`` and ``bench`` subcommands need ROS 2 (rclpy) and matplotlib; the others need
 only the core library.
@@ -63,8 +64,8 @@ def main(argv=None):
         return args.run(args)
     except CLIError as error:
         sys.stderr.write(f"{PROG} {args.command}: error: {error}\n")
-        return 1
-    except KeyboardInterrupt:
-        sys.stderr.write(f"{PROG} {args.command}: interrupted\n")
-        return 130
+        return error.status
+    except KeyboardInterrupt as interrupt:  # Ctrl-C; SIGTERM too where processes.interrupt_on_sigterm is set
+        sys.stderr.write(f"{PROG} {args.command}: {getattr(interrupt, 'MESSAGE', 'interrupted')}\n")
+        return getattr(interrupt, "STATUS", 130)
 

@@ -9,7 +9,12 @@ import numpy as np
 
 
 class CLIError(Exception):
-    """A user error: printed as one line on stderr, exit status 1."""
+    """A user error: printed as one line on stderr, exit status ``status`` (1; 2 for bad input to
+    ``excite``/``identify``: a recording, an option's value, an output path)."""
+
+    def __init__(self, message, status=1):
+        super().__init__(message)
+        self.status = status
 
 
 class Parser(argparse.ArgumentParser):

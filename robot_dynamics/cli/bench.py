@@ -25,6 +25,9 @@ def split_options(argv):
 
 
 def run(args):
+    from ..tools.processes import interrupt_on_sigterm
+
+    interrupt_on_sigterm()  # the node benchmarks start nodes: a SIGTERM stops them as a Ctrl-C does
     unknown = [name for name in args.which if name not in BENCHMARKS + ("all",)]
     if unknown:
         raise CLIError(f"unknown benchmark {unknown[0]!r} (choose from {', '.join(BENCHMARKS)}, all)")

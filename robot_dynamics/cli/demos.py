@@ -21,6 +21,9 @@ def register(commands):
 
 def run_demo(args):
     from ..tools.demo import DemoError, check_arguments, run_demo as run
+    from ..tools.processes import interrupt_on_sigterm
+
+    interrupt_on_sigterm()  # it starts the nodes: a SIGTERM stops them as a Ctrl-C does
 
     try:
         check_arguments(args)

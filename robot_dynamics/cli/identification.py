@@ -13,8 +13,8 @@ def register(commands):
     add_urdf_argument(excite)
     add_excite_arguments(excite)
     excite.set_defaults(run=run)
-    identify = commands.add_parser("identify", help="identified URDF, friction and payload from a "
-                                   "joint_states recording (rosbag2 or CSV)")
+    identify = commands.add_parser("identify", help="identified URDF, friction and payload from "
+                                   "joint_states recordings (rosbag2 or CSV)")
     add_identify_arguments(identify)
     identify.set_defaults(run=run)
 
@@ -28,5 +28,5 @@ def run(args):
         if args.command == "excite":
             return commands.run_excite(args, model, sys.stdout, sys.stderr)
         return commands.run_identify(args, model, path, sys.stdout, sys.stderr)
-    except commands.ERRORS as error:
-        raise CLIError(str(error)) from None
+    except commands.ERRORS as error:  # bad input: a recording, an option's value, an output path
+        raise CLIError(str(error), status=2) from None

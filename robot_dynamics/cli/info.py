@@ -98,6 +98,7 @@ def info(model, path, load_warnings):
             "link_mass": sum(links[link][0] for link in model.link_names if carried_by[link] in moved),
             "mimicked_by": followers,
         })
+    bounds = _inertia_bounds(model)
     notes = []
     point_masses = [n for n, (m, p, _) in links.items() if p is not None and m > 0 and float(p.max()) == 0]
     if point_masses:
@@ -119,8 +120,10 @@ def info(model, path, load_warnings):
         "coupled_joints": {name: {"masters": dict(terms), "offset": offset}  # all, q_joint = E q + o
                            for name, (terms, offset) in model.couplings.items()},
         "link_masses": {link: {"mass": links[link][0], "moved_by": carried_by[link]} for link in model.link_names},
-        "inertia_bounds": _inertia_bounds(model),
-        "warnings": list(load_warnings) + inertia_warnings(links),
+        "inertia_bounds": bounds,
+        "warnings": list(load_warnings) + inertia_warnings(links) + (
+            [] if bounds is None or math.isfinite(bounds["lambda_min"] + bounds["lambda_max"]) else
+            ["the inertia bounds are not finite: the model's numbers overflow double precision"]),
         "notes": notes,
     }
 

@@ -7,11 +7,12 @@ Importable without ROS; ``rosbags`` reads and writes the bags.
 """
 
 from .excitation import ExcitationError, FourierExcitation, design_excitation, read_trajectory_csv, write_trajectory_csv
-from .identify import Estimate, IdentificationError, Validation, identify
+from .identify import Estimate, IdentificationError
+from .pipeline import DriveSettings, Validation, identify
 from .recording import Recording, RecordingError, joint_state_messages, read_recording, write_csv, write_rosbag
 
 __all__ = [
     "ExcitationError", "FourierExcitation", "design_excitation", "read_trajectory_csv", "write_trajectory_csv",
-    "Estimate", "IdentificationError", "Validation", "identify",
+    "DriveSettings", "Estimate", "IdentificationError", "Validation", "identify",
     "Recording", "RecordingError", "joint_state_messages", "read_recording", "write_csv", "write_rosbag",
 ]

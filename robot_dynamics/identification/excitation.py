@@ -32,6 +32,7 @@ from threadpoolctl import threadpool_limits
 
 import robot_dynamics as rd
 
+from ..input_files import MAX_EXCITATION_BYTES, read_text_file
 from .parameters import PARAMETERS_PER_BODY, base_columns, condition_number
 
 DEFAULT_HARMONICS = 5
@@ -243,16 +244,31 @@ def design_excitation(model, period=DEFAULT_PERIOD, harmonics=DEFAULT_HARMONICS,
     return excitation(result.x)
 
 
+MAX_ROWS = 2_000_000      # rows of a trajectory file (66 min at 500 Hz): excitations last minutes
+CHUNK = 10_000           # rows sampled and written at a time: the memory does not grow with the duration
+
+
 def write_trajectory_csv(path, excitation, duration, rate):
-    """Sample ``excitation`` over ``[0, duration]`` at ``rate`` Hz into a CSV: t, q_*, qd_*, qdd_*."""
-    t = np.arange(int(round(duration * rate)) + 1) / rate
-    q, qd, qdd = excitation(t)
+    """Sample ``excitation`` over ``[0, duration]`` at ``rate`` Hz into a CSV: t, q_*, qd_*, qdd_*
+    (written whole or not at all, :func:`.output.write_file`)."""
+    from .output import write_file
+
+    rows = duration * rate + 1
+    if not rows <= MAX_ROWS:  # NaN fails too
+        raise ExcitationError(f"--duration {duration:g} s at --rate {rate:g} Hz is {rows:.3g} rows, over the "
+                              f"{MAX_ROWS} a trajectory file may hold: shorten it or lower the rate")
+    count = int(round(duration * rate)) + 1
     names = excitation.joint_names
-    with open(path, "w", newline="") as stream:
+
+    def write(stream):
         writer = csv.writer(stream)
         writer.writerow(["t", *(f"q_{n}" for n in names), *(f"qd_{n}" for n in names), *(f"qdd_{n}" for n in names)])
-        for row in np.column_stack([t, q, qd, qdd]):
-            writer.writerow([f"{value:.9g}" for value in row])
+        for first in range(0, count, CHUNK):
+            t = np.arange(first, min(first + CHUNK, count)) / rate
+            for row in np.column_stack([t, *excitation(t)]):
+                writer.writerow([f"{value:.9g}" for value in row])
+
+    write_file(path, write)
 
 
 @dataclass(frozen=True)
@@ -278,12 +294,36 @@ class SampledTrajectory:
 
 
 def read_trajectory_csv(path):
-    """The :class:`SampledTrajectory` of a CSV written by :func:`write_trajectory_csv`."""
-    with open(path, newline="") as stream:
-        header = next(csv.reader(stream))
-    data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    """The :class:`SampledTrajectory` of a CSV written by :func:`write_trajectory_csv`; ``ExcitationError``
+    naming the problem for any other file: one :func:`~robot_dynamics.input_files.read_text_file` refuses
+    (not a regular file, over :data:`~robot_dynamics.input_files.MAX_EXCITATION_BYTES`), other columns,
+    fewer than two samples (nothing to interpolate between), a value that is not a finite number, times
+    that do not increase."""
+    try:
+        lines = read_text_file(path, MAX_EXCITATION_BYTES, "excitation file").splitlines()
+    except ValueError as error:
+        raise ExcitationError(str(error)) from None
+    header = next(csv.reader(lines[:1]), [])
     names = tuple(column[2:] for column in header if column.startswith("q_"))
     n = len(names)
-    if header[0] != "t" or len(header) != 1 + 3 * n or data.shape[1] != len(header):
-        raise ExcitationError(f"{path}: expected the columns t, q_*, qd_*, qdd_* (as written by robot-dynamics excite)")
+    columns = f"{path}: expected the columns t, q_*, qd_*, qdd_* (as written by robot-dynamics excite)"
+    if header[:1] != ["t"] or len(header) != 1 + 3 * n:
+        raise ExcitationError(columns)
+    rows = [line for line in lines[1:] if line.strip()]
+    if len(rows) < 2:
+        raise ExcitationError(f"{path}: {len(rows)} sample(s); a trajectory needs at least two")
+    try:
+        data = np.loadtxt(rows, delimiter=",", ndmin=2)
+    except ValueError as error:
+        raise ExcitationError(f"{path}: {error}") from None
+    if data.shape[1] != len(header):
+        raise ExcitationError(columns)
+    bad = np.flatnonzero(~np.all(np.isfinite(data), axis=1))
+    if len(bad):
+        raise ExcitationError(f"{path}: sample {bad[0] + 1} has a value that is not a finite number")
+    back = np.flatnonzero(np.diff(data[:, 0]) <= 0)
+    if len(back):
+        k = back[0] + 1
+        raise ExcitationError(f"{path}: the times must increase, but sample {k + 1} has t = {data[k, 0]:g} "
+                              f"after t = {data[k - 1, 0]:g}")
     return SampledTrajectory(names, data[:, 0], data[:, 1:1 + n], data[:, 1 + n:1 + 2 * n], data[:, 1 + 2 * n:])

@@ -9,14 +9,15 @@ with ``d`` the viscous damping (the joint's and its motor's, ``r^2 B_m``) and ``
 friction per joint; ``theta`` ends with the armature ``r^2 J_m`` of every coordinate (column
 ``qdd``, Spong Ex. 6.1), estimated where the URDF gives one (or everywhere).  The steps:
 
-1. :func:`resample` — each joint's series onto one uniform time grid (messages may carry only
+1. :func:`.samples.resample` — each joint's series onto one uniform time grid (messages may carry only
    some joints), NaN samples dropped with a warning;
-2. :func:`filtered` — a zero-phase Butterworth low-pass (``scipy.signal.sosfiltfilt``) on q and
+2. :func:`.samples.filtered` — a zero-phase Butterworth low-pass (``scipy.signal.sosfiltfilt``) on q and
    tau alike (the same filter on both sides of the equation), qd and qdd by central differences
    of the filtered signals, the filter's edges trimmed, then decimation to about 4x the cut-off;
 3. the base parameters (:mod:`.parameters`) of the weighted least-squares problem, each joint's
    rows divided by that joint's residual standard deviation (Gautier's weighting), with their
-   relative standard deviations ``100 sigma_i / |theta_i|`` and the condition number;
+   standard deviations from the residuals' autocorrelation (:mod:`.uncertainty`) and the
+   condition number;
 4. the physically consistent estimate: the same weighted least squares in the log-Cholesky
    coordinates of every body (``scipy.optimize.least_squares``, armature and friction bounded
    at 0), plus a faint pull towards the URDF's values that only decides what the data cannot
@@ -34,11 +35,9 @@ SDP solver (scipy only) and keeps every iterate physically consistent; the QR re
 it cheap.
 """
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 import robot_dynamics as rd
 
@@ -47,106 +46,14 @@ from .parameters import (
     PARAMETER_NAMES, PARAMETERS_PER_BODY, base_columns, base_parameter_names, condition_number, log_cholesky_jacobian, log_cholesky_of_parameters,
     parameters_of_log_cholesky,
 )
-from .recording import RecordingError
+from .samples import DEFAULT_FRICTION_VELOCITY, IdentificationError, Samples
+from .uncertainty import newey_west_covariance
 
-DEFAULT_CUTOFF = 10.0          # Hz, the low-pass on q and tau
-DEFAULT_FRICTION_VELOCITY = 0.01  # eps of tanh(qd / eps): the simulator's and the node's default
-DEFAULT_HOLDOUT = 0.25         # fraction of the recording kept for validation without --validate
 MAX_CONDITION = 1e4            # of the weighted base regressor, unit-free: above it the estimate is noise-driven
 MIN_SAMPLES_PER_PARAMETER = 10
-FILTER_ORDER = 4
 MAX_EVALUATIONS = 200          # of the consistent least squares' residual
 TOLERANCE = 1e-10              # relative, of the consistent least squares (ftol, xtol, gtol)
 PRIOR_WEIGHT = 1e-3            # the URDF prior's weight relative to the smallest singular value
-
-
-class IdentificationError(ValueError):
-    """Data that cannot give a trustworthy model; the message says what to do."""
-
-
-@dataclass(frozen=True)
-class Samples:
-    """States and torques on a uniform grid, (N,) and (N, n) in model order; ``coulomb`` is
-    ``tanh(qd / eps)`` through the same low-pass as the torques (it changes sign faster than the
-    cut-off, so filtering it, not the velocity alone, keeps both sides of the equation alike)."""
-
-    t: np.ndarray
-    q: np.ndarray
-    qd: np.ndarray
-    qdd: np.ndarray
-    tau: np.ndarray
-    coulomb: np.ndarray
-
-    def part(self, rows):
-        return Samples(self.t[rows], self.q[rows], self.qd[rows], self.qdd[rows], self.tau[rows], self.coulomb[rows])
-
-
-# ---------------------------------------------------------------------------------------- data
-
-def _clean(t, values, joint, quantity, source):
-    """The samples of one series without NaNs (warned about) and with strictly increasing times."""
-    bad = ~np.isfinite(values) | ~np.isfinite(t)
-    if bad.any():
-        warnings.warn(f"{source}: {int(bad.sum())} of {len(t)} {quantity} samples of joint {joint!r} are NaN or "
-                      "infinite and were dropped (check the driver that publishes them)", stacklevel=3)
-        if bad.mean() > 0.5:
-            raise IdentificationError(f"{source}: most {quantity} samples of joint {joint!r} are not finite")
-    t, values = t[~bad], values[~bad]
-    keep = np.concatenate([[True], np.diff(t) > 0])
-    return t[keep], values[keep]
-
-
-def resample(recording, model):
-    """(t, q, qd or None, tau) of the model's joints on one uniform grid over the common time span."""
-    source, names = recording.source, model.joint_names
-    missing = [name for name in names if name not in recording.series["q"]]
-    if missing:
-        raise RecordingError(
-            f"{source}: no positions for joint(s) {', '.join(missing)} of {model.name!r} (the recording has "
-            f"{', '.join(recording.joint_names) or 'no joints'}): record every joint, or pass the URDF of the robot recorded")
-    no_effort = [name for name in names if name not in recording.series["tau"]]
-    if no_effort:
-        raise RecordingError(
-            f"{source}: no efforts for joint(s) {', '.join(no_effort)}: identification needs the measured joint "
-            "torques; record joint_states from a driver that fills 'effort' (e.g. ros2_control's joint_state_broadcaster)")
-    with_velocity = all(name in recording.series["qd"] for name in names)
-    quantities = ("q", "qd", "tau") if with_velocity else ("q", "tau")
-    series = {(quantity, name): _clean(*recording.series[quantity][name], name, quantity, source)
-              for quantity in quantities for name in names}
-    start = max(t[0] for t, _ in series.values() if len(t))
-    end = min(t[-1] for t, _ in series.values() if len(t))
-    steps = np.concatenate([np.diff(t) for t, _ in series.values() if len(t) > 1] or [np.array([np.inf])])
-    dt = float(np.median(steps))
-    if not end > start or not np.isfinite(dt):
-        raise IdentificationError(f"{source}: the joints' samples do not overlap in time")
-    t = np.arange(start, end + 1e-9 * dt, dt)
-    grid = {key: np.interp(t, *values) for key, values in series.items()}
-    stack = lambda quantity: np.column_stack([grid[quantity, name] for name in names])  # noqa: E731
-    return t, stack("q"), stack("qd") if with_velocity else None, stack("tau")
-
-
-def filtered(t, q, qd, tau, cutoff=DEFAULT_CUTOFF, friction_velocity=DEFAULT_FRICTION_VELOCITY):
-    """Zero-phase low-passed q, qd, qdd and tau (module docstring, step 2), edges trimmed, decimated."""
-    import scipy.signal  # (here: see design_excitation)
-
-    dt = float(t[1] - t[0]) if len(t) > 1 else np.inf
-    rate = 1 / dt
-    if cutoff >= rate / 2:
-        raise IdentificationError(f"the cut-off {cutoff:g} Hz must be below half the sampling rate ({rate:.4g} Hz)")
-    trim = int(np.ceil(2 / cutoff * rate))  # the filter's response settles within ~2 periods of the cut-off
-    if len(t) < 2 * trim + 3 * FILTER_ORDER * 3:
-        raise IdentificationError(f"the recording is too short ({len(t)} samples over {t[-1] - t[0]:.3g} s): "
-                                  "record at least a whole excitation period (robot-dynamics excite)")
-    sos = scipy.signal.butter(FILTER_ORDER, cutoff, fs=rate, output="sos")
-    low = lambda x: scipy.signal.sosfiltfilt(sos, x, axis=0)  # noqa: E731
-    q = low(q)
-    qd = np.gradient(q, dt, axis=0) if qd is None else low(qd)
-    qdd = np.gradient(qd, dt, axis=0)
-    tau = low(tau)
-    coulomb = low(np.tanh(qd / friction_velocity))
-    step = max(1, int(rate / (4 * cutoff)))
-    rows = slice(trim, len(t) - trim, step)
-    return Samples(t[rows], q[rows], qd[rows], qdd[rows], tau[rows], coulomb[rows])
 
 
 # ---------------------------------------------------------------------------------- the problem
@@ -155,8 +62,9 @@ def filtered(t, q, qd, tau, cutoff=DEFAULT_CUTOFF, friction_velocity=DEFAULT_FRI
 class Problem:
     """What is estimated: ``blocks`` bodies of ten inertial parameters (each physically consistent),
     the armature of some coordinates (each >= 0), then, with friction, 2n friction coefficients
-    (``d`` then ``f``, each >= 0), all at the columns of ``matrix(samples)``; ``prior`` their a-priori
-    values; ``names`` one per unknown."""
+    (``d`` then ``f``, each >= 0), then with ``offsets`` R a constant torque offset per joint of
+    each of R recordings (any sign), all at the columns of ``matrix(samples)``; ``prior`` their
+    a-priori values; ``names`` one per unknown."""
 
     model: rd.RobotModel
     blocks: int
@@ -166,6 +74,7 @@ class Problem:
     prior: np.ndarray
     names: tuple
     friction_velocity: float
+    offsets: int = 0
 
     def matrix(self, samples):
         """(A, known): rows (sample, joint), ``tau - known = A @ x`` with ``known`` the torques of what is
@@ -179,7 +88,16 @@ class Problem:
             columns.append(_diagonal_columns(samples.coulomb))
         else:
             known = known + self.model.viscous_damping * samples.qd + self.model.friction * samples.coulomb
+        for recording in range(self.offsets):
+            columns.append(_diagonal_columns(np.repeat((samples.source == recording)[:, None], n, axis=1).astype(float)))
         return np.hstack(columns), known
+
+    @property
+    def lower_bounds(self):
+        """Of the unknowns after the bodies' log-Cholesky ones: armature and friction >= 0, offsets free."""
+        n = self.model.nv
+        return np.concatenate([np.zeros(self.transform.shape[1] - PARAMETERS_PER_BODY * self.blocks
+                                        + (2 * n if self.friction else 0)), np.full(n * self.offsets, -np.inf)])
 
     @property
     def inertial_unknowns(self):
@@ -208,7 +126,17 @@ def _friction_names(model):
     return tuple(f"{kind} {joint}" for kind in ("damping", "friction") for joint in model.joint_names)
 
 
-def full_problem(model, friction, armature=False, friction_velocity=DEFAULT_FRICTION_VELOCITY):
+def _with_offsets(problem, recordings):
+    """``problem`` with a torque offset per joint of each of ``recordings`` recordings (prior 0)."""
+    if not recordings:
+        return problem
+    names = tuple(f"torque offset {joint} (recording {r + 1})" for r in range(recordings) for joint in problem.model.joint_names)
+    return Problem(problem.model, problem.blocks, problem.friction, problem.transform, problem.known,
+                   np.concatenate([problem.prior, np.zeros(len(names))]), problem.names + names,
+                   problem.friction_velocity, recordings)
+
+
+def full_problem(model, friction, armature=False, friction_velocity=DEFAULT_FRICTION_VELOCITY, offsets=0):
     """Every body's inertial parameters, the armature of :func:`.excitation.estimated_armature`
     (``armature``: of every coordinate) and, with ``friction``, the friction unknown; the URDF's
     values are the prior."""
@@ -221,8 +149,8 @@ def full_problem(model, friction, armature=False, friction_velocity=DEFAULT_FRIC
     prior = np.concatenate([theta[columns], model.viscous_damping, model.friction]) if friction else theta[columns]
     known = theta.copy()
     known[columns] = 0.0
-    return Problem(model, nb, friction, np.eye(len(theta))[:, columns], known, prior,
-                   names + (_friction_names(model) if friction else ()), friction_velocity)
+    return _with_offsets(Problem(model, nb, friction, np.eye(len(theta))[:, columns], known, prior,
+                                 names + (_friction_names(model) if friction else ()), friction_velocity), offsets)
 
 
 def payload_transform(model, link):
@@ -243,20 +171,21 @@ def payload_transform(model, link):
     return T
 
 
-def payload_problem(model, link, friction, friction_velocity=DEFAULT_FRICTION_VELOCITY):
+def payload_problem(model, link, friction, friction_velocity=DEFAULT_FRICTION_VELOCITY, offsets=0):
     """Only the payload on ``link`` (and friction) unknown; the robot's URDF is trusted."""
     T = payload_transform(model, link)
     prior = np.concatenate([np.zeros(10), model.viscous_damping, model.friction]) if friction else np.zeros(10)
     names = tuple(f"{p} payload" for p in PARAMETER_NAMES)
-    return Problem(model, 1, friction, T, rd.inertial_parameters(model), prior,
-                   names + (_friction_names(model) if friction else ()), friction_velocity)
+    return _with_offsets(Problem(model, 1, friction, T, rd.inertial_parameters(model), prior,
+                                 names + (_friction_names(model) if friction else ()), friction_velocity), offsets)
 
 
 def structural_base(problem, seed=0):
     """(independent, dependent, K) of the problem's columns over random states (the base parameters)."""
     q, qd, qdd = random_states(problem.model, 30 * (problem.blocks + 2), seed)
     coulomb = np.tanh(qd / problem.friction_velocity)
-    return base_columns(problem.matrix(Samples(np.zeros(len(q)), q, qd, qdd, np.zeros_like(q), coulomb))[0])
+    source = np.arange(len(q)) % max(problem.offsets, 1)
+    return base_columns(problem.matrix(Samples(np.zeros(len(q)), q, qd, qdd, np.zeros_like(q), coulomb, source))[0])
 
 
 # ---------------------------------------------------------------------------------- the estimate
@@ -274,6 +203,7 @@ class Estimate:
     condition: float
     joint_sigma: np.ndarray       # residual standard deviation per joint, N m or N
     samples: int
+    correlation_time: float = 0.0  # s: the residuals' correlation window of the standard deviations
 
     @property
     def relative_std(self):
@@ -300,7 +230,12 @@ class Estimate:
         if not self.problem.friction:
             return model.viscous_damping, np.array(model.friction)
         tail = self.x[self.problem.inertial_unknowns:]
-        return tail[: model.nv], tail[model.nv:]
+        return tail[: model.nv], tail[model.nv: 2 * model.nv]
+
+    def offsets(self):
+        """(recordings, n) the identified torque offsets (none without ``offsets``)."""
+        n = self.problem.model.nv
+        return self.x[len(self.x) - n * self.problem.offsets:].reshape(self.problem.offsets, n)
 
 
 def _joint_triangles(A, z, n):
@@ -347,15 +282,20 @@ def estimate(problem, samples):
             f"{condition:.3g} (> {MAX_CONDITION:g}), so some parameters would be fitted to noise; record an "
             "excitation trajectory (robot-dynamics excite) over its full duration, moving every joint")
     base_ols = np.linalg.lstsq(base, z_w, rcond=None)[0]
-    dof = max(N * n - len(independent), 1)
-    variance = float(np.sum((z_w - base @ base_ols) ** 2)) / dof  # ~1 after the weighting
-    covariance = variance * np.linalg.inv(base.T @ base)
-    base_std = np.sqrt(np.diag(covariance))
+    rows = A[:, independent].reshape(N, n, -1) / sigma[None, :, None]
+    residuals = ((samples.tau - known) - (A[:, independent] @ base_ols).reshape(N, n)) / sigma
+    covariance, lag = newey_west_covariance(rows, residuals)  # correlated residuals: see .uncertainty
+    base_std = np.sqrt(np.maximum(np.diag(covariance), 0))
 
     x = _consistent(problem, R_w, prior_weight=PRIOR_WEIGHT * np.linalg.svd(base, compute_uv=False)[-1])
     base_consistent = x[independent] + K @ x[dependent]
     return Estimate(problem, x, tuple(base_parameter_names(problem.names, independent, dependent, K)),
-                    base_ols, base_std, base_consistent, float(condition), sigma, N)
+                    base_ols, base_std, base_consistent, float(condition), sigma, N, lag * _sample_step(samples))
+
+
+def _sample_step(samples):
+    steps = np.diff(samples.t)
+    return float(np.median(steps[steps > 0])) if np.any(steps > 0) else 0.0
 
 
 def _consistent(problem, R_w, prior_weight):
@@ -384,8 +324,8 @@ def _consistent(problem, R_w, prior_weight):
     # start from the least-squares fit nearest the prior, each body lifted to the nearest consistent one
     nearest = problem.prior + np.linalg.lstsq(R_x, r_z - R_x @ problem.prior, rcond=None)[0]
     start = np.concatenate([log_cholesky_of_parameters(nearest[10 * i: 10 * i + 10]) for i in range(b)]
-                           + [np.maximum(nearest[10 * b:], 0)])
-    lower = np.concatenate([np.full(10 * b, -np.inf), np.zeros(len(start) - 10 * b)])
+                           + [np.maximum(nearest[10 * b:], problem.lower_bounds)])
+    lower = np.concatenate([np.full(10 * b, -np.inf), problem.lower_bounds])
     # a dense trust-region step: the problem is small; lsmr steps scaled by the Jacobian stalled at
     # MAX_EVALUATIONS along the directions only the weak prior fixes, far from the optimum
     solution = scipy.optimize.least_squares(residual, start, jac=jacobian, bounds=(lower, np.inf), method="trf", tr_solver="exact",
@@ -396,65 +336,3 @@ def _consistent(problem, R_w, prior_weight):
 def rms(values):
     return np.sqrt(np.mean(np.asarray(values) ** 2, axis=0))
 
-
-# ---------------------------------------------------------------------------------- the pipeline
-
-@dataclass(frozen=True)
-class Validation:
-    """Measured and predicted torques (N, n) on data not used for the fit, and their RMS per joint."""
-
-    label: str
-    samples: Samples
-    identified: np.ndarray
-    input: np.ndarray          # predicted by the input URDF (its friction included)
-
-    @property
-    def rms_torque(self):
-        return rms(self.samples.tau)
-
-    @property
-    def rms_identified(self):
-        return rms(self.samples.tau - self.identified)
-
-    @property
-    def rms_input(self):
-        return rms(self.samples.tau - self.input)
-
-
-def validate(estimate, samples, label):
-    """The identified model's and the input URDF's torque predictions against ``samples``."""
-    problem = estimate.problem
-    model, qd = problem.model, samples.qd
-    nominal = (rd.inverse_dynamics(model, samples.q, qd, samples.qdd) + model.viscous_damping * qd
-               + model.friction * samples.coulomb)
-    return Validation(label, samples, estimate.predict(samples), nominal)
-
-
-# BLAS on one thread: its matrices here (at most (p + 1) columns) gain little from a second
-# thread on an idle machine and lose up to 10x on a busy one, where threads wait for each other
-@threadpool_limits.wrap(limits=1, user_api="blas")
-def identify(recording, model, friction=False, payload=None, validation=None, cutoff=DEFAULT_CUTOFF,
-             holdout=DEFAULT_HOLDOUT, armature=False):
-    """(:class:`Estimate`, :class:`Validation`) from a :class:`~.recording.Recording`.
-
-    The armature is estimated on the coordinates whose URDF gives one, or on every coordinate with
-    ``armature`` (not with ``payload``: the robot is trusted).  Without a ``validation`` recording
-    the last ``holdout`` of the recording is kept out of the fit and used for validation.
-    """
-    if payload is not None and armature:
-        raise IdentificationError("the armature is the robot's: identify the robot (with --armature) first, "
-                                  "then the payload alone (--payload trusts the robot's URDF)")
-    problem = (payload_problem(model, payload, friction) if payload is not None
-               else full_problem(model, friction, armature))
-    samples = filtered(*resample(recording, model), cutoff)
-    if validation is None:
-        if not 0 < holdout < 1:
-            raise IdentificationError(f"holdout must be in (0, 1), got {holdout}")
-        split = int(round(len(samples.t) * (1 - holdout)))
-        fit, held = samples.part(slice(0, split)), samples.part(slice(split, None))
-        label = f"the last {100 * holdout:.0f} % of {recording.source} (held out)"
-    else:
-        fit, held = samples, filtered(*resample(validation, model), cutoff)
-        label = validation.source
-    result = estimate(problem, fit)
-    return result, validate(result, held, label)

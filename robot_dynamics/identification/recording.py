@@ -70,22 +70,80 @@ def _collect(source, samples):
     return recording
 
 
-def read_csv(path):
-    """A CSV recording (module docstring)."""
-    path = Path(path)
-    with open(path, newline="") as stream:
-        rows = [row for row in csv.reader(stream) if row]
-    if not rows or rows[0][:1] != ["t"]:
-        raise RecordingError(f"{path}: a CSV recording starts with a header row whose first column is 't'")
-    header = rows[0]
-    if any(len(row) != len(header) for row in rows[1:]):
-        raise RecordingError(f"{path}: every row needs {len(header)} cells, like the header")
-    cells = np.char.strip(np.array(rows[1:], dtype=str).reshape(-1, len(header)))
+MAX_CELLS = 50_000_000     # numbers in one CSV recording (400 MB as floats): longer ones must be split
+CHUNK_ROWS = 8_192         # rows parsed per block: the memory of the text held at once is bounded by it
+MAX_LINE = 1 << 20         # characters in one CSV row (a row of numbers is far shorter)
+
+
+def _csv_rows(path, stream):
+    """The non-empty rows of a CSV text ``stream``, each line read with a length bound (a file of NUL
+    bytes or without line breaks is refused instead of read whole)."""
+    def lines():
+        while True:
+            line = stream.readline(MAX_LINE + 1)
+            if not line:
+                return
+            if len(line) > MAX_LINE or "\0" in line:
+                raise RecordingError(f"{path}: not a CSV text file (a line longer than {MAX_LINE} characters or "
+                                     "with NUL bytes)")
+            yield line
+
+    return (row for row in csv.reader(lines()) if row)
+
+
+def _numbers(path, rows, width, first_line):
+    """(values, absent): (N, width) floats of the CSV's data rows and where a cell was empty, parsed
+    CHUNK_ROWS rows at a time."""
+    blocks, block, line = [], [], first_line
+    for line, row in enumerate(rows, start=first_line):
+        if len(row) != width:
+            raise RecordingError(f"{path}: row {line} has {len(row)} cells; every row needs {width}, like the header")
+        block.append(row)
+        if len(block) == CHUNK_ROWS:
+            blocks.append(_parse_block(path, block, line))
+            block = []
+            if len(blocks) * CHUNK_ROWS * width > MAX_CELLS:
+                raise RecordingError(f"{path}: more than {MAX_CELLS} numbers: split the recording, or decimate it")
+    if block:
+        blocks.append(_parse_block(path, block, line))
+    if not blocks:
+        return np.empty((0, width)), np.empty((0, width), dtype=bool)
+    return np.concatenate([b[0] for b in blocks]), np.concatenate([b[1] for b in blocks])
+
+
+def _parse_block(path, rows, last_line):
+    cells = np.char.strip(np.array(rows, dtype=str))
     absent = np.char.str_len(cells) == 0
     try:
-        data = np.where(absent, "nan", cells).astype(float)
+        return np.where(absent, "nan", cells).astype(float), absent
     except ValueError as error:
-        raise RecordingError(f"{path}: not a table of numbers ({error})") from None
+        raise RecordingError(f"{path}: not a table of numbers near row {last_line} ({error})") from None
+
+
+def read_csv(path, rate=None):
+    """A CSV recording (module docstring); without a ``t`` column the rows are ``1 / rate`` s apart."""
+    path = Path(path)
+    try:
+        with open(path, newline="", encoding="utf-8") as stream:
+            rows = _csv_rows(path, stream)
+            header = [cell.strip() for cell in next(rows, [])]
+            if not header:
+                raise RecordingError(f"{path}: empty file; a CSV recording starts with a header row")
+            timed = header[0] == "t"
+            if not timed and rate is None:
+                raise RecordingError(f"{path}: the header's first column is not 't': give the sampling rate "
+                                     "with --rate for a CSV without time column")
+            data, absent = _numbers(path, rows, len(header), 2)
+    except UnicodeDecodeError as error:
+        raise RecordingError(f"{path}: not UTF-8 text (byte {error.start}: {error.reason}); save the CSV as UTF-8") from None
+    except csv.Error as error:
+        raise RecordingError(f"{path}: not a CSV file ({error})") from None
+    if len(data) == 0:
+        raise RecordingError(f"{path}: a header but no data rows")
+    if not timed:
+        data = np.column_stack([np.arange(len(data)) / rate, data])
+        absent = np.column_stack([np.zeros(len(data), dtype=bool), absent])
+        header = ["t"] + header
     recording = Recording(str(path))
     for index, column in enumerate(header[1:], start=1):
         quantity, _, joint = column.partition("_")
@@ -93,7 +151,7 @@ def read_csv(path):
             present = ~absent[:, index]
             recording.series[quantity][joint] = (data[present, 0], data[present, index])
     if not recording.series["q"]:
-        raise RecordingError(f"{path}: no q_<joint> columns in the header")
+        raise RecordingError(f"{path}: no q_<joint> columns in the header (columns: t, q_<joint>, qd_<joint>, tau_<joint>)")
     return recording
 
 
@@ -103,42 +161,59 @@ def _typestore():
     return get_typestore(Stores.ROS2_HUMBLE)  # JointState is the same in every ROS 2 distribution
 
 
+MAX_MESSAGES = 3_600_000   # JointState messages read from one bag (1 h at 1 kHz; about 1 kB of memory each)
+
+
 def read_rosbag(path, topic="joint_states"):
     """Every JointState on ``topic`` (with or without its leading ``/``) of a rosbag2 bag."""
-    from rosbags.highlevel import AnyReader
-    from rosbags.rosbag2 import ReaderError
-
     path = Path(path)
     bag = path.parent if path.is_file() else path
-    wanted = "/" + topic.lstrip("/")
     try:
-        with AnyReader([bag], default_typestore=_typestore()) as reader:
-            connections = [c for c in reader.connections if c.topic == wanted]
-            if not connections:
-                available = sorted({c.topic for c in reader.connections if c.msgtype == JOINT_STATE})
-                raise RecordingError(f"{bag}: no topic {wanted!r}; JointState topics in the bag: "
-                                     f"{', '.join(available) or 'none'} (choose one with --topic)")
-            wrong = [c for c in connections if c.msgtype != JOINT_STATE]
-            if wrong:
-                raise RecordingError(f"{bag}: {wanted} carries {wrong[0].msgtype}, not {JOINT_STATE}")
-            samples = []
-            for connection, received_ns, raw in reader.messages(connections=connections):
-                msg = reader.deserialize(raw, connection.msgtype)
-                stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-                t = stamp if stamp > 0 else received_ns * 1e-9
-                samples.append((t, tuple(msg.name), {q: np.asarray(getattr(msg, f)) for q, f in _MESSAGE_FIELDS.items()}))
-    except ReaderError as error:
-        raise RecordingError(f"{bag}: not a readable rosbag2 bag ({error})") from None
+        samples = _bag_samples(bag, "/" + topic.lstrip("/"))
+    except RecordingError:
+        raise
+    except MemoryError:
+        raise RecordingError(f"{bag}: too large to read into memory") from None
+    except Exception as error:  # noqa: BLE001 - rosbags, sqlite3, yaml and the CDR decoder raise many types on a damaged bag
+        detail = " ".join(str(error).split()) or type(error).__name__
+        raise RecordingError(f"{bag}: not a readable rosbag2 bag ({type(error).__name__}: {detail[:200]})") from None
     return _collect(str(bag), samples)
 
 
-def read_recording(path, topic="joint_states"):
-    """A rosbag2 directory/file or a CSV file (module docstring)."""
+def _bag_samples(bag, wanted):
+    from rosbags.highlevel import AnyReader
+
+    if not (bag / "metadata.yaml").is_file():
+        raise RecordingError(f"{bag}: no metadata.yaml: a rosbag2 bag is the directory ros2 bag record wrote "
+                             "(a lone .db3/.mcap file needs its metadata.yaml beside it)")
+    with AnyReader([bag], default_typestore=_typestore()) as reader:
+        connections = [c for c in reader.connections if c.topic == wanted]
+        if not connections:
+            available = sorted({c.topic for c in reader.connections if c.msgtype == JOINT_STATE})
+            raise RecordingError(f"{bag}: no topic {wanted!r}; JointState topics in the bag: "
+                                 f"{', '.join(available) or 'none'} (choose one with --topic)")
+        wrong = [c for c in connections if c.msgtype != JOINT_STATE]
+        if wrong:
+            raise RecordingError(f"{bag}: {wanted} carries {wrong[0].msgtype}, not {JOINT_STATE}")
+        samples = []
+        for connection, received_ns, raw in reader.messages(connections=connections):
+            if len(samples) >= MAX_MESSAGES:
+                raise RecordingError(f"{bag}: more than {MAX_MESSAGES} messages on {wanted}: split the recording")
+            msg = reader.deserialize(raw, connection.msgtype)
+            stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+            t = stamp if stamp > 0 else received_ns * 1e-9
+            samples.append((t, tuple(msg.name), {q: np.asarray(getattr(msg, f)) for q, f in _MESSAGE_FIELDS.items()}))
+    return samples
+
+
+def read_recording(path, topic="joint_states", rate=None):
+    """A rosbag2 directory/file or a CSV file (module docstring); ``rate`` (Hz) times a CSV without
+    a ``t`` column."""
     path = Path(path)
     if not path.exists():
         raise RecordingError(f"no such recording: {path}")
     if path.is_file() and path.suffix.lower() == ".csv":
-        return read_csv(path)
+        return read_csv(path, rate)
     if path.is_dir() or path.suffix.lower() in (".db3", ".mcap"):
         return read_rosbag(path, topic)
     raise RecordingError(f"{path}: give a rosbag2 directory, a .db3/.mcap file or a .csv file")

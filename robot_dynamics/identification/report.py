@@ -140,7 +140,9 @@ def parameter_table(estimate, validation=None):
     lines = [f"samples: {estimate.samples} states; condition number of the weighted base regressor: {estimate.condition:.4g}",
              "residual standard deviation per joint: " + ", ".join(
                  f"{name} {s:.4g}" for name, s in zip(estimate.problem.model.joint_names, estimate.joint_sigma)),
-             "", "base parameters (least squares, its standard deviation, and the physically consistent estimate):",
+             "", "base parameters (least squares, its standard deviation, and the physically consistent estimate; "
+                 "the standard deviations allow for residuals correlated over "
+                 f"{estimate.correlation_time:.3g} s: Newey-West, docs/identification.md):",
              f"{'least squares':>14} {'std':>11} {'std %':>8} {'consistent':>14}  parameter"]
     for name, value, std, relative, consistent in zip(estimate.base_names, estimate.base_ols, estimate.base_std,
                                                       estimate.relative_std, estimate.base_consistent):
@@ -186,7 +188,8 @@ def validation_lines(joint_names, validation):
 
 
 def plot_validation(path, joint_names, validation):
-    """Measured vs predicted torques per joint (identified model and input URDF), one panel per joint."""
+    """Measured vs predicted torques per joint (identified model and input URDF), one panel per joint,
+    as a PNG to ``path`` (a file name or a binary stream)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -206,5 +209,5 @@ def plot_validation(path, joint_names, validation):
     axes[-1, 0].set_xlabel("t [s]")
     figure.suptitle(f"joint torques on {validation.label}: measured and predicted")
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    figure.savefig(path, dpi=100, format="png")
     plt.close(figure)

@@ -22,7 +22,8 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 import robot_dynamics as rd
 
 from .description import DescriptionSource, steady_timer
-from .ros_parameters import declare_settings, fatal_parameter, watch_settings
+from .parameters import LOCK
+from .ros_parameters import declare_settings, fatal_parameter, lock_reason, watch_settings
 from .safety import closest_name, cut, description_text
 
 __all__ = ["DIAGNOSTICS_PERIOD", "RobotNode"]
@@ -78,7 +79,7 @@ class RobotNode(Node):
         """Start looking for robot_description, and the diagnostics (the subclass's last step of
         construction: the timers start counting now, after the kernels are compiled)."""
         try:
-            self._description = DescriptionSource(self, self._on_urdf)
+            self._description = DescriptionSource(self, self._on_urdf, self._locked())
         except ParameterException as exc:  # robot_description(_node) of the wrong type
             fatal_parameter(self, exc)
         self.add_on_set_parameters_callback(self._check_description_change)
@@ -88,8 +89,16 @@ class RobotNode(Node):
             self._pub_diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", OUTPUT_QOS)
             steady_timer(self, DIAGNOSTICS_PERIOD, self._on_diagnostics_timer)
 
+    def _locked(self) -> bool:
+        """Whether the node has :data:`LOCK` and it is true (the torque-shaping parameters read-only)."""
+        return getattr(self._settings, LOCK.field, False) is True
+
     # --- the model -------------------------------------------------------------------------------
     def _on_urdf(self, xml: str, source: str) -> None:
+        if self._locked() and self._plan is not None:
+            self.get_logger().warn(cut(f"robot_description from {source} ignored: {LOCK.name} is true, the model "
+                                       f"{self._base.name!r} loaded first stays"))
+            return
         keep = f"; keeping the previous model {self._base.name!r}" if self._plan is not None else ""
         level = DiagnosticStatus.WARN if keep else DiagnosticStatus.ERROR
         try:
@@ -152,7 +161,11 @@ class RobotNode(Node):
         return result
 
     def _log_refusal(self, params, result) -> None:
+        """Log a refusal; a change refused because :data:`LOCK` made the parameter read-only says so."""
         if not result.successful:
+            locked = [reason for reason in (lock_reason(self, p.name) for p in params) if reason]
+            if locked:
+                result.reason = "; ".join(locked)
             names = ", ".join(p.name for p in params)
             self.get_logger().warn(cut(f"parameter change of {names} rejected: {result.reason}"))
 

@@ -23,10 +23,11 @@ import sys
 import textwrap
 from dataclasses import dataclass
 
+from ..input_files import MAX_URDF_BYTES, read_text_file
+
 __all__ = ["MAX_URDF_BYTES", "help_text", "main"]
 
 EXECUTORS = ("single", "events")  # runner.run_node's names for rclpy's executors
-MAX_URDF_BYTES = 16 * 1024 * 1024  # a URDF larger than this is refused (the biggest real ones are ~1 MB)
 
 
 @dataclass(frozen=True)
@@ -59,16 +60,17 @@ EXECUTABLES = {e.name: e for e in (
 
 def help_text(executable: Executable) -> str:
     """The ``--help`` epilog: parameters with type and default, topics, services."""
-    from .parameters import DESCRIPTION_PARAMETERS
+    from .parameters import DESCRIPTION_PARAMETERS, LOCK
 
     plan = importlib.import_module(executable.plan)
     wrap = textwrap.TextWrapper(width=100, initial_indent=" " * 6, subsequent_indent=" " * 6)
     lines = [f"parameters (--ros-args -p NAME:=VALUE or --params-file FILE; default node name "
              f"{executable.node_name!r}):"]
+    lockable = LOCK in plan.PARAMETERS
     for p in (*DESCRIPTION_PARAMETERS, *plan.PARAMETERS):
         kind = p.type or ("list" if isinstance(p.default, list) else "number")
         limits = f", {p.low:g} .. {p.high:g}" if p.low is not None else ""
-        fixed = ", read-only" if p.read_only else ""
+        fixed = ", read-only" if p.read_only else f", read-only with {LOCK.name}" if lockable and p.shapes_torque else ""
         lines.append(f"  {p.name} ({kind}{limits}{fixed}; default {_yaml(p.default)})")
         lines.extend(wrap.wrap(p.description))
     lines.append("topics (relative names follow the node's namespace):")
@@ -117,13 +119,7 @@ def read_urdf(argument: str) -> str:
         path = urdf_file(argument)
     except LookupError as exc:
         raise ValueError(str(exc)) from None
-    size = path.stat().st_size
-    if size > MAX_URDF_BYTES:
-        raise ValueError(f"{path} has {size} bytes, more than the {MAX_URDF_BYTES} a URDF may have")
-    try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read {path}: {exc}") from None
+    return read_text_file(path, MAX_URDF_BYTES, "URDF")
 
 
 def main(name: str, args=None, load_kernels=None) -> int:

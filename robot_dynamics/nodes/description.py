@@ -56,12 +56,12 @@ class DescriptionSource:
     RETRY_PERIOD = 0.5  # s, between look-ups of the other node's parameter service
     REQUEST_TIMEOUT = 3.0  # s; a request still unanswered then (its server went away) is re-sent
 
-    def __init__(self, node: Node, on_urdf: Callable[[str, str], None]):
+    def __init__(self, node: Node, on_urdf: Callable[[str, str], None], locked: bool = False):
         self._node = node
         self._on_urdf = on_urdf
         self._log = node.get_logger()
-        for parameter in DESCRIPTION_PARAMETERS:
-            node.declare_parameter(parameter.name, parameter.default, descriptor(parameter))
+        for parameter in DESCRIPTION_PARAMETERS:  # (``locked``: read-only, robot_description's LOCK)
+            node.declare_parameter(parameter.name, parameter.default, descriptor(parameter, locked))
         self._param_xml = node.get_parameter("robot_description").value or ""
         self._remote_name = node.get_parameter("robot_description_node").value or ""
         self._topic_xml = ""

@@ -29,11 +29,13 @@ The settings and plan are :mod:`~robot_dynamics.nodes.dynamics_plan`, the input 
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -60,6 +62,13 @@ COMMAND_INPUT_QOS = QoSProfile(
 
 #: QoS of joint_states: SensorDataQoS (best effort, volatile) but 10 deep instead of 5, so that a
 #: scheduling hiccup of a few milliseconds at 1 kHz delays messages instead of dropping them.
+#: No event handlers on the hot node's own publishers and subscriptions: rclpy's default ones (which
+#: log an incompatible QoS or type, as the other side's rclpy or rclcpp does too) are two waitables
+#: each, which the SingleThreadedExecutor walks at every spin: 16 of them cost about 5 % of the
+#: node's CPU per message at 1 kHz (measured in one process, 387 -> 366 us per round trip).
+NO_EVENT_HANDLERS = PublisherEventCallbacks(use_default_callbacks=False)
+NO_SUBSCRIPTION_EVENT_HANDLERS = SubscriptionEventCallbacks(use_default_callbacks=False)
+
 JOINT_STATES_QOS = QoSProfile(
     depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT,
     durability=DurabilityPolicy.VOLATILE,
@@ -89,16 +98,16 @@ class DynamicsNode(RobotNode):
         self._msgs: _OutputMessages | None = None
         self._stats_reset(time.monotonic_ns())
 
-        self._pub_gravity = self.create_publisher(JointState, "gravity_torques", OUTPUT_QOS)
-        self._pub_bias = self.create_publisher(JointState, "bias_torques", OUTPUT_QOS)
-        self._pub_computed = self.create_publisher(JointState, "computed_torques", OUTPUT_QOS)
-        self._pub_mass = self.create_publisher(Float64MultiArray, "mass_matrix", OUTPUT_QOS)
-        self._pub_command = self.create_publisher(Float64MultiArray, "effort_command", OUTPUT_QOS)
-        self.create_subscription(JointState, "joint_states", self._on_joint_states, JOINT_STATES_QOS)
-        self.create_subscription(
-            Float64MultiArray, "desired_accelerations", self._on_desired_accelerations, COMMAND_INPUT_QOS
-        )
-        self.create_subscription(JointTrajectory, "desired_state", self._on_desired_state, COMMAND_INPUT_QOS)
+        publisher = functools.partial(self.create_publisher, event_callbacks=NO_EVENT_HANDLERS)
+        self._pub_gravity = publisher(JointState, "gravity_torques", OUTPUT_QOS)
+        self._pub_bias = publisher(JointState, "bias_torques", OUTPUT_QOS)
+        self._pub_computed = publisher(JointState, "computed_torques", OUTPUT_QOS)
+        self._pub_mass = publisher(Float64MultiArray, "mass_matrix", OUTPUT_QOS)
+        self._pub_command = publisher(Float64MultiArray, "effort_command", OUTPUT_QOS)
+        subscription = functools.partial(self.create_subscription, event_callbacks=NO_SUBSCRIPTION_EVENT_HANDLERS)
+        subscription(JointState, "joint_states", self._on_joint_states, JOINT_STATES_QOS)
+        subscription(Float64MultiArray, "desired_accelerations", self._on_desired_accelerations, COMMAND_INPUT_QOS)
+        subscription(JointTrajectory, "desired_state", self._on_desired_state, COMMAND_INPUT_QOS)
         self._contact = ContactOutputs(self)  # external torques, collision (docs/contact.md)
         self.start_description()
 
@@ -232,10 +241,16 @@ class DynamicsNode(RobotNode):
             self._compute_ns_max = dt
 
     def _finite(self, what: str, values: np.ndarray, now: int) -> bool:
-        if math.isfinite(values.sum()):  # NaN/inf anywhere (or an overflowing sum) makes it non-finite
-            return True
-        self.problem("output", f"not publishing {what}: not finite", now)
-        return False
+        """Whether ``values`` (model order) may be published: finite and believed by the plan's
+        plausibility rule (the one its inputs pass); the reason is reported otherwise."""
+        if not math.isfinite(values.sum()):  # NaN/inf anywhere (or an overflowing sum) makes it non-finite
+            self.problem("output", f"not publishing {what}: not finite", now)
+            return False
+        implausible = self._plan.plausibility.output_problem(values)
+        if implausible:
+            self.problem("output", f"not publishing {what}: not plausible: {implausible}", now)
+            return False
+        return True
 
     def _publish_gravity(self, plan: Plan, g: np.ndarray, heard: bool, command_out: str, stamp, now: int) -> None:
         if not self._finite("gravity_torques", g, now):

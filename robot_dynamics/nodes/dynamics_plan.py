@@ -8,16 +8,16 @@ measured state into the computed-torque law's terms (:func:`robot_dynamics.contr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .. import control
 from ..data import Data
 from ..model import RobotModel, given_limits
-from .parameters import MOTOR_PARAMETERS, Parameter, duplicates, float_list, name_list, require_joints, with_armature
+from .parameters import LOCK, MOTOR_PARAMETERS, Parameter, duplicates, float_list, name_list, require_joints, with_armature
 from .contact_plan import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, compile_contact
-from .safety import Plausibility, check_outputs_finite
+from .safety import Plausibility, check_gains, check_gravity, check_payload, check_outputs_finite, check_outputs_plausible
 
 __all__ = ["COMMAND_SOURCES", "PARAMETERS", "TOPICS", "Desired", "Plan", "Settings", "coerce_setting",
            "make_plan", "servo_terms"]
@@ -29,6 +29,7 @@ COMMAND_SOURCES = ("none", "gravity", "computed")
 class Settings:
     """The node's parameter values (besides robot_description / robot_description_node)."""
 
+    lock_torque_parameters: bool = False
     gravity: tuple = (0.0, 0.0, -9.81)
     joints: tuple = ()
     payload_link: str = ""
@@ -59,8 +60,10 @@ class Settings:
 
 
 _D = Settings()
-#: The node's parameters, in declaration order; rclpy enforces the types and ranges given here.
-PARAMETERS = (
+#: what lock_torque_parameters leaves writable: whether two outputs are published, not what they carry
+NOT_TORQUE_SHAPING = ("publish_mass_matrix", "publish_bias_torques")
+#: The node's parameters, in declaration order (LOCK first); rclpy enforces the types and ranges given here.
+PARAMETERS = (LOCK,) + tuple(p if p.name in NOT_TORQUE_SHAPING else replace(p, shapes_torque=True) for p in (
     Parameter("gravity", list(_D.gravity), "Gravitational acceleration (x, y, z) in the root link frame, "
               "m/s^2; the physical acceleration, (0, 0, -9.81) for an upright mounting.", "double_array"),
     Parameter("joints", [], "Output joint order (string list); empty = the model's order. Every listed name "
@@ -96,7 +99,7 @@ PARAMETERS = (
               "limit.", "double", low=0.0, high=1.0e3),
     *MOTOR_PARAMETERS,
     *CONTACT_PARAMETERS,
-)
+))
 
 #: (topic, type, direction, what) for --help
 TOPICS = (
@@ -119,7 +122,11 @@ def coerce_setting(field: str, value):
     if field.startswith(("external_torque_", "collision_")):
         return coerce_contact(field, value)
     param = field.replace("payload_", "payload.")
-    if field in ("gravity", "payload_com"):
+    if field == "gravity":
+        gravity = float_list(param, value, 3)
+        check_gravity(gravity)
+        return gravity
+    if field == "payload_com":
         return float_list(param, value, 3)
     if field == "payload_inertia":
         xx, xy, xz, yy, yz, zz = float_list(param, value, 6)
@@ -188,13 +195,17 @@ class Plan:
 def make_plan(base: RobotModel, s: Settings) -> Plan:
     """``base`` + settings -> :class:`Plan`; ``ValueError`` naming the problem otherwise."""
     model = with_armature(base.with_gravity(s.gravity), s.motor_joint_names, s.armature)
+    plausibility = Plausibility(base)
     if s.payload_link:
         if s.payload_link not in model.link_names:
             raise ValueError(f"payload.link {s.payload_link!r} is not a link of robot {base.name!r}")
+        check_payload(plausibility, s.payload_mass, s.payload_com)
         with np.errstate(over="ignore", invalid="ignore"):  # (an absurd payload is refused just below)
             model = model.with_payload(s.payload_link, s.payload_mass, s.payload_com, s.payload_inertia)
     payload = f", payload {s.payload_mass:g} kg at {list(s.payload_com)} m" if s.payload_link else ""
-    check_outputs_finite(model, f"gravity {list(s.gravity)}{payload}")
+    what = f"gravity {list(s.gravity)}{payload}{f', armature {list(s.armature)}' if s.armature else ''}"
+    check_outputs_finite(model, what)
+    check_outputs_plausible(model, plausibility, what)
     index = {n: i for i, n in enumerate(model.joint_names)}
     names = s.joints or model.joint_names
     require_joints(model, names, "joints")
@@ -207,6 +218,7 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
             raise ValueError(f"{key} has {len(g)} values; give one, or one per output joint ({n_out})")
         gains[key] = np.zeros(model.nv)
         gains[key][out] = g
+    check_gains(model, plausibility, out, gains["kp"][out], gains["kd"][out])
     continuous = model.continuous[out]
     mimic = {m: (tuple((index[master], float(factor)) for master, factor in terms), float(off))
              for m, (terms, off) in model.couplings.items() if all(master in index for master, _ in terms)}
@@ -215,7 +227,7 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
         full=bool(n_out == model.nv and np.array_equal(out, np.arange(model.nv))), index=index,
         kp=gains["kp"], kd=gains["kd"], continuous=continuous, mimic=mimic,
         state_timeout_ns=int(s.state_timeout * 1e9), desired_timeout_ns=int(s.desired_timeout * 1e9),
-        plausibility=Plausibility(model), effort_limit=given_limits(model.effort_limits)[out], data=Data(model),
+        plausibility=plausibility, effort_limit=given_limits(model.effort_limits)[out], data=Data(model),
         contact=compile_contact(model, out, s),
     )
 

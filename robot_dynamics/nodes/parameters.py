@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 __all__ = [
-    "DESCRIPTION_PARAMETERS", "MOTOR_PARAMETERS", "Parameter", "Rejected", "bounded_float", "duplicates", "float_list",
+    "DESCRIPTION_PARAMETERS", "LOCK", "MOTOR_PARAMETERS", "Parameter", "Rejected", "bounded_float", "duplicates", "float_list",
     "motor_values", "name_list", "require_joints", "with_armature",
 ]
 
@@ -32,7 +32,8 @@ class Parameter:
     ``field`` is its ``Settings`` field ('' for the robot_description parameters, which the
     description source keeps). ``type`` is one of :data:`TYPES`, or ``None`` for a dynamically
     typed parameter (numbers written 1000 or 1000.0, lists that may be empty); ``low``/``high`` a
-    floating-point range that rclpy enforces; ``read_only`` cannot change once the node runs.
+    floating-point range that rclpy enforces; ``read_only`` cannot change once the node runs;
+    ``shapes_torque``: read-only too when the node has :data:`LOCK` and it is true.
     """
 
     name: str
@@ -43,6 +44,7 @@ class Parameter:
     high: float | None = None
     read_only: bool = False
     field: str = ""
+    shapes_torque: bool = False
 
     def __post_init__(self):
         if self.type is not None and self.type not in TYPES:
@@ -51,15 +53,24 @@ class Parameter:
             object.__setattr__(self, "field", self.name)
 
 
-#: The parameters of :class:`robot_dynamics.nodes.description.DescriptionSource` (every node).
+#: The parameters of :class:`robot_dynamics.nodes.description.DescriptionSource` (every node); the
+#: model they give shapes the torques (inertias, effort limits, friction).
 DESCRIPTION_PARAMETERS = (
     Parameter("robot_description", "", "URDF XML of the robot. Highest-precedence source; when empty "
               "the latched robot_description topic is used, then the robot_description parameter of "
-              "the node named by robot_description_node.", "string"),
+              "the node named by robot_description_node.", "string", shapes_torque=True),
     Parameter("robot_description_node", "robot_state_publisher", "Node whose robot_description "
               "parameter is fetched when neither the own parameter nor the robot_description topic "
-              "gives a URDF.", "string"),
+              "gives a URDF.", "string", shapes_torque=True),
 )
+
+#: The read-only mode: the first parameter of a node that offers it (declared before the others,
+#: which it makes read-only). Its own value is read-only: it is set at start only.
+LOCK = Parameter("lock_torque_parameters", False, "true: every parameter marked 'read-only with "
+                 "lock_torque_parameters' is read-only once the node runs (a change is refused with the reason), "
+                 "and the robot model is the first one loaded (a later robot_description is ignored, warned). "
+                 "For a node that any process on the ROS domain can reach (docs/dynamics_node.md, Read-only "
+                 "parameters).", "bool", read_only=True)
 
 
 #: The motor parameters of the dynamics and simulator nodes (``docs/motors.md``).

@@ -10,9 +10,9 @@ from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, Paramete
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 
-from .parameters import Parameter
+from .parameters import LOCK, Parameter
 
-__all__ = ["declare_settings", "descriptor", "fatal_parameter", "watch_settings"]
+__all__ = ["declare_settings", "descriptor", "fatal_parameter", "lock_reason", "watch_settings"]
 
 _TYPES = {
     "bool": ParameterType.PARAMETER_BOOL,
@@ -22,10 +22,12 @@ _TYPES = {
 }
 
 
-def descriptor(parameter: Parameter) -> ParameterDescriptor:
+def descriptor(parameter: Parameter, locked: bool = False) -> ParameterDescriptor:
     """rclpy's ParameterDescriptor of ``parameter``: statically typed when it has a type, else
-    dynamically typed; ``low``/``high`` become a floating-point range (no step) that rclpy enforces."""
-    d = ParameterDescriptor(description=parameter.description, read_only=parameter.read_only)
+    dynamically typed; ``low``/``high`` become a floating-point range (no step) that rclpy enforces;
+    read-only when the parameter is, or when it shapes the torques and ``locked`` (:data:`LOCK`)."""
+    d = ParameterDescriptor(description=parameter.description,
+                            read_only=parameter.read_only or (locked and parameter.shapes_torque))
     if parameter.type is None:
         d.dynamic_typing = True
     else:
@@ -48,12 +50,16 @@ def declare_settings(node: Node, parameters: Sequence[Parameter], settings_type,
     Each value is converted by ``coerce(field, value)``; a ``ValueError`` from it is fatal
     (:func:`fatal_parameter`), and so is rclpy's refusal of an override (``ParameterException``: a
     value of the wrong type or out of range): the node exits with a line naming the parameter,
-    never a traceback.
+    never a traceback. :data:`LOCK`, when it is among them, comes first: its value makes the
+    parameters that shape the torques read-only.
     """
     values = {}
+    locked = False
     for p in parameters:
         try:
-            declared = node.declare_parameter(p.name, p.default, descriptor(p))
+            declared = node.declare_parameter(p.name, p.default, descriptor(p, locked))
+            if p.name == LOCK.name:
+                locked = declared.value is True
         except (ValueError, ParameterException) as exc:
             fatal_parameter(node, exc)
         try:
@@ -61,6 +67,14 @@ def declare_settings(node: Node, parameters: Sequence[Parameter], settings_type,
         except ValueError as exc:
             fatal_parameter(node, exc)
     return settings_type(**values)
+
+
+def lock_reason(node: Node, name: str) -> str:
+    """Why a change of ``name`` is refused when the node's :data:`LOCK` made it read-only ('' otherwise)."""
+    if node.has_parameter(LOCK.name) and node.get_parameter(LOCK.name).value is True:
+        if node.has_parameter(name) and node.describe_parameter(name).read_only:
+            return f"{name} is read-only: {LOCK.name} is true (the parameters that shape the torques are fixed at start)"
+    return ""
 
 
 def watch_settings(node: Node, parameters: Sequence[Parameter], current: Callable, coerce: Callable,

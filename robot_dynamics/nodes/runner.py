@@ -51,8 +51,10 @@ def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None,
     clean exit. A node still running :data:`STOP_GRACE` s after the signal (stuck inside the
     middleware) ends with status 1 and every thread's stack on stderr.
 
-    ROS arguments that rcl refuses (a params file that is not valid YAML, a list of mixed types)
-    end it with a FATAL line and status 2, the status of any other invalid parameter.
+    ROS arguments that rcl refuses (a params file that is not valid YAML, a list of mixed types), and
+    a node the middleware refuses to create (security enabled without a keystore, or with Fast DDS
+    built without security: docs/security.md), end it with a FATAL line and status 2, the status of
+    any other invalid parameter.
     """
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.experimental import EventsExecutor
@@ -64,16 +66,23 @@ def run_node(node_class: Callable[..., Node], args: Sequence[str] | None = None,
 
     try:
         init = rclpy.init(args=list(args) if args is not None else None, signal_handler_options=SignalHandlerOptions.NO)
-    except rclpy_implementation.RCLError as exc:  # e.g. a params file that is no YAML, or a mixed-type list
+    except rclpy_implementation.RCLError as exc:  # e.g. a params file that is no YAML, a mixed-type list, no enclave
         name = args[0] if args else "node"
-        print(f"[FATAL] [{name}]: invalid ROS arguments or params file: {exc}", file=sys.stderr)
+        what = "the security settings" if "SECURITY" in str(exc) else "invalid ROS arguments or params file"
+        print(f"[FATAL] [{name}]: {what}: {exc}", file=sys.stderr)
         return 2
     with init:
         context = init.context
         node = None
         spinner = None
         try:
-            node = node_class(**kwargs)
+            try:
+                node = node_class(**kwargs)
+            except rclpy_implementation.RCLError as exc:  # the middleware refused (e.g. ROS_SECURITY_ENABLE, docs/security.md)
+                name = args[0] if args else "node"
+                print(f"[FATAL] [{name}]: the middleware cannot create the node: {' '.join(str(exc).split())}",
+                      file=sys.stderr)
+                return 2
             gc.freeze()  # start-up objects out of the collector's way: no long gen-2 pauses in the loop
             spinner = executor_class(context=context)
             spinner.add_node(node)

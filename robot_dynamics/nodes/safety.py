@@ -6,9 +6,12 @@
   become a 1 MB log line);
 - :class:`Plausibility`: positions within the joint limits plus a margin, velocities within a
   multiple of the velocity limits (a reading beyond them is a broken sensor or an attack, not a
-  robot state);
+  robot state), torques and mass matrices within a multiple of the robot's torque scale: the one
+  rule for what the nodes take in and what they publish;
 - :func:`check_outputs_finite`: a model whose outputs at a reference state are not finite (gravity
   1e308, a payload far away) is refused before it replaces a working one;
+  :func:`check_outputs_plausible`, :func:`check_gravity` and :func:`check_gains`: nor are settings
+  whose outputs the plausibility rule would not believe (gravity 1e300, kp 1e300, armature 1e300);
 - :func:`closest_name`: the known name a misspelled one most likely meant.
 """
 
@@ -19,10 +22,12 @@ import math
 
 import numpy as np
 
-from ..model import given_limits
+from ..model import FIRST_MOMENT, MASS, ORIGIN_P, given_limits
 
-__all__ = ["MAX_DESCRIPTION_CHARS", "MAX_TEXT", "POSITION_MARGIN", "VELOCITY_FACTOR", "Plausibility",
-           "check_outputs_finite", "closest_name", "cut", "description_text"]
+__all__ = ["GRAVITY_FACTOR", "MAX_DESCRIPTION_CHARS", "MAX_TEXT", "PAYLOAD_FACTOR", "POSITION_MARGIN", "STANDARD_GRAVITY",
+           "TORQUE_FACTOR", "UNLIMITED_POSITION", "UNLIMITED_SPEED", "VELOCITY_FACTOR", "Plausibility",
+           "check_gains", "check_gravity", "check_payload", "check_outputs_finite", "check_outputs_plausible", "closest_name",
+           "cut", "description_text"]
 
 #: largest robot_description accepted, characters (the biggest real URDFs are a few hundred kB)
 MAX_DESCRIPTION_CHARS = 10_000_000
@@ -33,6 +38,20 @@ MAX_TEXT = 1000
 POSITION_MARGIN = math.pi
 #: how many times its velocity limit a joint velocity may reach and still be believed
 VELOCITY_FACTOR = 5.0
+#: largest |position| believed of a joint without limits (continuous, or none in the URDF), rad or m:
+#: 160 000 turns, where an angle still has 1e-10 rad of resolution
+UNLIMITED_POSITION = 1.0e6
+#: largest speed believed of a joint without a velocity limit, rad/s or m/s (9 500 rpm at the joint)
+UNLIMITED_SPEED = 1.0e3
+#: standard gravity, m/s^2
+STANDARD_GRAVITY = 9.80665
+#: largest |gravity| a node takes, in multiples of STANDARD_GRAVITY (a centrifuge test is 10 g)
+GRAVITY_FACTOR = 10.0
+#: largest payload a node takes, in multiples of the robot's own mass
+PAYLOAD_FACTOR = 10.0
+#: how many times its torque scale (:meth:`Plausibility.torque_scale`) a torque may reach and still
+#: be believed; a mass matrix entry is believed up to the same bound per rad/s^2
+TORQUE_FACTOR = 1000.0
 
 
 def cut(text: str, limit: int = MAX_TEXT) -> str:
@@ -61,35 +80,94 @@ def description_text(xml) -> str:
 
 
 class Plausibility:
-    """Limits beyond which a joint state is not believed: positions outside
-    ``[lower - POSITION_MARGIN, upper + POSITION_MARGIN]`` and speeds above ``VELOCITY_FACTOR``
-    times the velocity limit (joints without a limit in the URDF, or with 0, are not limited)."""
+    """Limits beyond which a joint state, a torque or a mass matrix is not believed (one rule for
+    the inputs and the outputs of the nodes):
+
+    - positions outside ``[lower - POSITION_MARGIN, upper + POSITION_MARGIN]``; beyond
+      ``UNLIMITED_POSITION`` for a joint without limits;
+    - speeds above ``VELOCITY_FACTOR`` times the velocity limit; above ``UNLIMITED_SPEED`` for a
+      joint without one;
+    - torques above ``TORQUE_FACTOR`` times the joint's torque scale (:meth:`torque_scale`), and mass
+      matrix entries ``M_ij`` above ``TORQUE_FACTOR sqrt(scale_i scale_j)`` per rad/s^2.
+
+    Built from the model as parsed (the settings of a node, gravity and payload among them, never
+    widen the bounds they are checked against)."""
 
     def __init__(self, model):
         self.names = model.joint_names
         low, high = model.position_limits[:, 0], model.position_limits[:, 1]
-        unset = low >= high  # (a URDF <limit> without lower and upper reads as 0, 0)
-        self.low = np.where(unset, -np.inf, low - POSITION_MARGIN)
-        self.high = np.where(unset, np.inf, high + POSITION_MARGIN)
-        self.speed = VELOCITY_FACTOR * given_limits(model.velocity_limits)
+        # (a URDF <limit> without lower and upper reads as 0, 0; continuous joints have +-inf)
+        unset = ~(low < high) | ~np.isfinite(low) | ~np.isfinite(high)
+        self.low = np.where(unset, -UNLIMITED_POSITION, low - POSITION_MARGIN)
+        self.high = np.where(unset, UNLIMITED_POSITION, high + POSITION_MARGIN)
+        speed = given_limits(model.velocity_limits)
+        self.speed = np.where(np.isfinite(speed), VELOCITY_FACTOR * speed, UNLIMITED_SPEED)
+        self.mass, self.reach = robot_size(model)
+        self.scale = self.torque_scale(model)
+        self.torque = TORQUE_FACTOR * self.scale
+        self.matrix = TORQUE_FACTOR * np.sqrt(np.outer(self.scale, self.scale))
+
+    @staticmethod
+    def torque_scale(model) -> np.ndarray:
+        """Per joint, N m or N: the larger of its URDF effort limit and the torque standard gravity
+        exerts on the whole robot at its reach, ``m g0 r`` (``m g0`` for a prismatic joint), at least
+        1 (``m``, ``r``: :func:`robot_size`)."""
+        mass, reach = robot_size(model)
+        weight = mass * STANDARD_GRAVITY
+        prismatic = np.array([kind == "prismatic" for kind in model.joint_types], dtype=bool)
+        gravity = np.where(prismatic, weight, weight * reach)
+        effort = np.where(np.isfinite(model.effort_limits), model.effort_limits, 0.0)
+        return np.maximum(np.maximum(gravity, effort), 1.0)
 
     def problem(self, index: np.ndarray, position, velocity) -> str:
         """The reason the values of the model joints ``index`` are not believed, '' when they are."""
         parts = []
         if position is not None:
-            bad = (position < self.low[index]) | (position > self.high[index])
+            bad = ~((position >= self.low[index]) & (position <= self.high[index]))  # (NaN: not believed)
             if bad.any():
                 parts.append("positions beyond the joint limits by more than "
-                             f"{POSITION_MARGIN:.4g}: {self._list(index, position, bad)}")
+                             f"{POSITION_MARGIN:.4g} (or beyond {UNLIMITED_POSITION:.0e} without limits): "
+                             f"{self._list(index, position, bad)}")
         if velocity is not None:
-            bad = np.abs(velocity) > self.speed[index]
+            bad = ~(np.abs(velocity) <= self.speed[index])
             if bad.any():
-                parts.append(f"velocities above {VELOCITY_FACTOR:g} times the velocity limit: "
-                             f"{self._list(index, velocity, bad)}")
+                parts.append(f"velocities above {VELOCITY_FACTOR:g} times the velocity limit (or "
+                             f"{UNLIMITED_SPEED:g} without one): {self._list(index, velocity, bad)}")
         return "; ".join(parts)
+
+    def torque_problem(self, index: np.ndarray, torque) -> str:
+        """The reason the torques of the model joints ``index`` are not believed, '' when they are."""
+        bad = ~(np.abs(torque) <= self.torque[index])
+        if not bad.any():
+            return ""
+        return (f"torques above {TORQUE_FACTOR:g} times the joint's torque scale: {self._list(index, torque, bad)} "
+                f"(bounds {self._list(index, self.torque[index], bad)})")
+
+    def output_problem(self, values: np.ndarray) -> str:
+        """The reason an output in model order (torques ``(nv,)`` or a mass matrix ``(nv, nv)``) is
+        not believed (non-finite or beyond the bounds), '' when it is."""
+        bound = self.torque if values.ndim == 1 else self.matrix
+        if (np.abs(values) <= bound).all():  # (the common case first: the node's hot path; NaN fails it)
+            return ""
+        if values.ndim == 1:
+            return self.torque_problem(np.arange(len(values)), values)
+        bad = ~(np.abs(values) <= self.matrix)
+        i, j = np.unravel_index(int(np.argmax(np.where(bad, 1.0, 0.0))), values.shape)
+        return (f"mass matrix entry ({self.names[i]}, {self.names[j]}) = {values[i, j]:.4g} beyond the plausible "
+                f"{self.matrix[i, j]:.4g} ({TORQUE_FACTOR:g} times the torque scale per rad/s^2)")
 
     def _list(self, index, values, bad) -> str:
         return cut(", ".join(f"{self.names[index[i]]}={values[i]:.4g}" for i in np.flatnonzero(bad)), 300)
+
+
+def robot_size(model) -> tuple[float, float]:
+    """``(m, r)``: the robot's mass, kg, and its reach, m: the sum of its joint offsets plus the
+    farthest centre of mass from its body's joint (an upper bound of any point's distance from the root)."""
+    bodies = model.bodies
+    mass = bodies[:, MASS]
+    com = np.linalg.norm(bodies[:, FIRST_MOMENT], axis=1) / np.where(mass > 0, mass, 1.0)
+    reach = np.linalg.norm(bodies[:, ORIGIN_P], axis=1).sum() + (com.max() if len(com) else 0.0)
+    return float(mass.sum()), float(reach)
 
 
 def reference_state(model) -> np.ndarray:
@@ -111,6 +189,53 @@ def check_outputs_finite(model, what: str) -> None:
         M = rd.mass_matrix(model, q)
     if not (np.isfinite(g).all() and np.isfinite(M).all()):
         raise ValueError(f"{what} would make the gravity torques or the mass matrix non-finite")
+
+
+def check_outputs_plausible(model, plausibility: Plausibility, what: str) -> None:
+    """``ValueError`` unless ``model``'s gravity torques and mass matrix at a configuration within its
+    limits pass ``plausibility`` (``what`` names the settings that made the model)."""
+    import robot_dynamics as rd
+
+    q = reference_state(model)
+    with np.errstate(all="ignore"):
+        problem = (plausibility.output_problem(rd.gravity_torques(model, q))
+                   or plausibility.output_problem(rd.mass_matrix(model, q)))
+    if problem:
+        raise ValueError(f"{what} would make the outputs implausible at the reference state: {problem}")
+
+
+def check_gravity(gravity) -> None:
+    """``ValueError`` unless ``|gravity|`` is at most ``GRAVITY_FACTOR`` times standard gravity."""
+    largest = float(np.abs(gravity).max())
+    norm = largest * float(np.linalg.norm(np.asarray(gravity) / largest)) if largest > 0 else 0.0  # (no overflow)
+    if not norm <= GRAVITY_FACTOR * STANDARD_GRAVITY:
+        raise ValueError(f"gravity {list(gravity)} has magnitude {norm:.4g} m/s^2, more than "
+                         f"{GRAVITY_FACTOR:g} g ({GRAVITY_FACTOR * STANDARD_GRAVITY:.4g} m/s^2)")
+
+
+def check_payload(plausibility: Plausibility, mass: float, com) -> None:
+    """``ValueError`` unless the payload's mass is at most ``PAYLOAD_FACTOR`` times the robot's and its
+    centre of mass within the robot's reach of the link carrying it."""
+    if mass > PAYLOAD_FACTOR * plausibility.mass:
+        raise ValueError(f"payload.mass {mass:g} kg is more than {PAYLOAD_FACTOR:g} times the robot's mass "
+                         f"({plausibility.mass:.4g} kg)")
+    distance = float(np.linalg.norm(com))
+    if distance > plausibility.reach:
+        raise ValueError(f"payload.com {list(com)} is {distance:.4g} m from its link, beyond the robot's reach "
+                         f"({plausibility.reach:.4g} m)")
+
+
+def check_gains(model, plausibility: Plausibility, index: np.ndarray, kp: np.ndarray, kd: np.ndarray) -> None:
+    """``ValueError`` unless, on each joint of ``index``, a 1 rad (m) error and a 1 rad/s (m/s)
+    velocity error ask the computed-torque law ``M (kp e + kd e')`` for a plausible torque:
+    ``M_ii (kp_i + kd_i)`` at the reference state within ``plausibility``'s torque bound."""
+    import robot_dynamics as rd
+
+    with np.errstate(all="ignore"):
+        servo = np.diag(rd.mass_matrix(model, reference_state(model)))[index] * (kp + kd)
+    problem = plausibility.torque_problem(index, servo)
+    if problem:
+        raise ValueError(f"kp and kd too large: a 1 rad error and 1 rad/s velocity error would ask for {problem}")
 
 
 def closest_name(name: str, known) -> str:

@@ -15,13 +15,10 @@ import numpy as np
 
 from ..data import GRAVITY, MASS, compute_terms
 from .parameters import Rejected, duplicates
-from .simulator_plan import Drives, Plan
+from .simulator_plan import DRIVE_BANDWIDTH, Drives, Plan
 
 __all__ = ["DRIVE_BANDWIDTH", "Commands", "drive_torques", "effort_command", "external_wrench",
            "named_efforts"]
-
-#: bandwidth of the drives' own brake, hold and velocity-limit loops, rad/s (5 Hz)
-DRIVE_BANDWIDTH = 2 * math.pi * 5.0
 
 
 class Commands:
@@ -73,28 +70,44 @@ class Commands:
 
 
 def drive_torques(drives: Drives, q: np.ndarray, qd: np.ndarray, commands: Commands, on_timeout: str,
-                  limit_velocity: bool) -> np.ndarray:
+                  limit_velocity: bool, motors=None) -> np.ndarray:
     """The torques the drives apply (model order): the commands; where a command went stale,
     ``on_timeout`` — ``zero_torque``: 0; ``brake``: ``g_i(q) - 2 w M_ii qd_i`` (stops the joint and
     holds it where it stops); ``hold_position``: ``g_i(q) + M_ii (w^2 (q_hold - q_i) - 2 w qd_i)``
     (a critically damped return to where it was); with ``limit_velocity``, a joint faster than its
     URDF velocity limit v gets ``g_i(q) - 2 w M_ii (qd_i - clip(qd_i, -v, v))`` instead. ``w`` is
     :data:`DRIVE_BANDWIDTH`, ``M_ii`` the mass matrix's diagonal: each joint a decoupled
-    second-order loop (the effort limits still apply after)."""
+    second-order loop (the effort limits still apply after).
+
+    Elastic joints (``motors = (theta, theta_d, K)``, Spong Ex. 6.2): a drive measures and drives its
+    motor, so the same loops close on the motor's ``theta``, ``theta_d`` (reflected to the link side):
+    damping the link's velocity through the spring would be unstable (the loop from the motor
+    torque to the link velocity has no damping term: ``J m s^4 + K (J + m) s^2 + c K s`` is never
+    Hurwitz). ``hold_position`` holds the motor at ``q_hold + K^-1 g(q_hold)`` with the constant
+    gravity ``g(q_hold)`` (Tomei's PD with gravity compensation), so the link settles at ``q_hold``
+    exactly; the velocity limit bounds the motor velocity."""
     stale = commands.stale if on_timeout != "zero_torque" else drives.none
     vmax = drives.velocity_limit
-    over = np.abs(qd) > vmax if limit_velocity else drives.none
+    position, velocity = (q, qd) if motors is None else motors[:2]
+    over = np.abs(velocity) > vmax if limit_velocity else drives.none
     if not (stale.any() or over.any()):
         return commands.effort
     data = drives.data
+    held_load = None  # elastic hold_position: the constant g(q_hold) the springs carry there
+    if motors is not None and on_timeout == "hold_position" and stale.any():
+        compute_terms(data, commands.hold, None, GRAVITY)
+        held_load = data.g.copy()
     compute_terms(data, q, None, GRAVITY | MASS)
     w, m, g = DRIVE_BANDWIDTH, np.diag(data.M), data.g
     tau = commands.effort.copy()
     if on_timeout == "brake":
-        tau[stale] = (g - 2 * w * m * qd)[stale]
+        tau[stale] = (g - 2 * w * m * velocity)[stale]
     elif on_timeout == "hold_position":
-        tau[stale] = (g + m * (w * w * (commands.hold - q) - 2 * w * qd))[stale]
-    tau[over] = (g - 2 * w * m * (qd - np.clip(qd, -vmax, vmax)))[over]
+        load, target = g, commands.hold
+        if held_load is not None:
+            load, target = held_load, commands.hold + held_load / np.asarray(motors[2])
+        tau[stale] = (load + m * (w * w * (target - position) - 2 * w * velocity))[stale]
+    tau[over] = (g - 2 * w * m * (velocity - np.clip(velocity, -vmax, vmax)))[over]
     return tau
 
 
@@ -106,6 +119,7 @@ def effort_command(data, plan: Plan) -> tuple[np.ndarray, np.ndarray]:
                        f"(one per joint of `joints`: {list(plan.command_names)})")
     if not np.isfinite(efforts).all():
         raise Rejected(f"non-finite effort for {[plan.command_names[i] for i in np.flatnonzero(~np.isfinite(efforts))]}")
+    _check_plausible(plan, plan.command_index, efforts)
     return plan.command_index, efforts
 
 
@@ -125,7 +139,17 @@ def named_efforts(names, efforts, plan: Plan) -> tuple[np.ndarray, np.ndarray]:
         raise Rejected(f"duplicate joint names {sorted(duplicates(names))}")
     if not np.isfinite(efforts).all():
         raise Rejected(f"non-finite effort for {[names[i] for i in np.flatnonzero(~np.isfinite(efforts))]}")
-    return np.array([plan.index[n] for n in names], dtype=np.intp), efforts
+    index = np.array([plan.index[n] for n in names], dtype=np.intp)
+    _check_plausible(plan, index, efforts)
+    return index, efforts
+
+
+def _check_plausible(plan: Plan, index: np.ndarray, efforts: np.ndarray) -> None:
+    """:class:`Rejected` unless the efforts of the model joints ``index`` are plausible torques (the
+    rule the published ``joint_states`` efforts pass)."""
+    implausible = plan.plausibility.torque_problem(index, efforts)
+    if implausible:
+        raise Rejected(implausible)
 
 
 def external_wrench(frame_id: str, torque, force, plan: Plan) -> tuple[str, np.ndarray]:

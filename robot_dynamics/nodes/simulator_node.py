@@ -20,7 +20,10 @@ The physics is :class:`robot_dynamics.simulation.Simulator`; this module paces i
 messages and enforces the safety rules: a bad command never reaches the state
 (:mod:`~robot_dynamics.nodes.simulator_inputs`); a command older than ``command_timeout``
 (simulated time) is replaced as ``on_command_timeout`` says (warned once); a non-finite state
-stops the integration (reported) and the last finite state is published, stale, until ``~/reset``.
+stops the integration (reported) and the last finite state is published, stale, until ``~/reset``;
+a state that the dynamics node's plausibility rule would not believe
+(:class:`~robot_dynamics.nodes.safety.Plausibility`) is never published (reported), the last finite
+state after a non-finite one included.
 
 Stamps: with ``publish_clock`` simulated time from 0 (the ``/clock``); without it, the wall-clock
 time of the (re)start plus the simulated time, re-anchored forward after a pause or a lag. The pace
@@ -31,6 +34,8 @@ from __future__ import annotations
 
 import math
 import time
+
+import numpy as np
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
@@ -69,6 +74,7 @@ class SimulatorNode(RobotNode):
         super().__init__(node_name, PARAMETERS, Settings, coerce_setting, **kwargs)
         self._sim: Simulator | None = None
         self._paused, self._failure = False, ""  # failure: why integration stopped ("" while running)
+        self._silent = False  # True while the (stopped) state is not plausible: nothing is published
         self._commands = Commands(0)
         self._wrenches: dict = {}
         self._n_steps = self._n_published = 0
@@ -128,7 +134,7 @@ class SimulatorNode(RobotNode):
         """No commands or wrenches yet, no failure, the initial state published, paced from now."""
         self._commands = Commands(plan.model.nv, plan.q0)
         self._wrenches = {}
-        self._failure = ""
+        self._failure, self._silent = "", False
         self._reanchor()
         self._publish_state(plan)
         self._next_publish = self._sim.t + 1.0 / plan.settings.publish_rate
@@ -260,12 +266,17 @@ class SimulatorNode(RobotNode):
                              f"(simulated): {s.on_command_timeout} until a new one arrives", time.monotonic_ns(),
                              DiagnosticStatus.WARN, log=True)  # every new episode is logged
         try:
-            effort = drive_torques(self._plan.drives, sim.q, sim.qd, commands, s.on_command_timeout, s.enforce_velocity_limits)
+            motors = (sim.motor_q, sim.motor_qd, self._plan.stiffness) if self._plan.stiffness else None
+            effort = drive_torques(self._plan.drives, sim.q, sim.qd, commands, s.on_command_timeout,
+                                   s.enforce_velocity_limits, motors)
             sim.step(effort, dt, self._wrenches or None)
         except (SimulationError, ValueError) as exc:  # ValueError: an input that slipped past the checks
-            self._failure = str(exc)
-            self.problem("state", f"{exc}. Integration stopped; publishing the last finite state "
-                         "(stale) until ~/reset", time.monotonic_ns(), DiagnosticStatus.ERROR)
+            implausible = self._implausible(self._plan)
+            if implausible:
+                self._stop(f"{exc}, and the last finite state is not plausible ({implausible}). Integration "
+                           "stopped; publishing nothing until ~/reset", silent=True)
+            else:
+                self._stop(f"{exc}. Integration stopped; publishing the last finite state (stale) until ~/reset")
             return
         self._n_steps += 1
         if sim.t >= self._next_publish - 0.25 * dt:
@@ -274,7 +285,29 @@ class SimulatorNode(RobotNode):
             if self._next_publish <= sim.t:
                 self._next_publish = sim.t + 1.0 / self._settings.publish_rate
 
+    def _implausible(self, plan: Plan) -> str:
+        """Why the simulation's state is not plausible (:class:`~robot_dynamics.nodes.safety.Plausibility`,
+        the rule the dynamics node applies to its joint states), '' when it is."""
+        sim, check, every = self._sim, plan.plausibility, np.arange(plan.model.nv)
+        problems = [check.problem(every, sim.q, sim.qd), check.torque_problem(every, sim.applied_effort)]
+        if plan.stiffness:
+            motors = check.problem(every, sim.motor_q, sim.motor_qd)
+            problems.append(motors and "motors: " + motors)
+        return "; ".join(p for p in problems if p)
+
+    def _stop(self, text: str, silent: bool = False) -> None:
+        """Stop integrating (until ~/reset) for the reason ``text``; ``silent``: publish nothing meanwhile."""
+        self._failure, self._silent = text, silent
+        self.problem("state", text, time.monotonic_ns(), DiagnosticStatus.ERROR)
+
     def _publish_state(self, plan: Plan) -> None:
+        if self._silent:
+            return
+        implausible = self._implausible(plan)
+        if implausible:  # (a falling arm with its motors off may come back; an absurd one goes non-finite)
+            self.problem("state", f"not publishing joint_states: the state is not plausible: {implausible}",
+                         time.monotonic_ns(), DiagnosticStatus.ERROR)
+            return
         sim = self._sim
         ns = self._epoch_ns + round(sim.t * 1e9)
         sec, nanosec = divmod(ns, 1_000_000_000)
@@ -318,13 +351,14 @@ class SimulatorNode(RobotNode):
                 ("steps per second", f"{self._n_steps / period:.0f}"),
                 ("joint_states per second", f"{self._n_published / period:.1f}"),
                 ("integrator", f"{s.integrator} at {s.physics_rate:g} Hz"), ("paused", self._paused),
-                ("state", "stale (integration stopped)" if self._failure else "live"),
+                ("state", ("not published (integration stopped)" if self._silent else "stale (integration stopped)")
+                 if self._failure else "live"),
                 ("stale commands", [names[i] for i in commands.stale_joints()]),
                 ("never commanded", [names[i] for i in commands.never_commanded()]),
                 ("external wrenches", sorted(self._wrenches)), ("rejected messages", self._n_rejected),
             ]
             if self._failure:
-                level, text = DiagnosticStatus.ERROR, f"integration stopped, state stale: {self._failure}"
+                level, text = DiagnosticStatus.ERROR, f"integration stopped: {self._failure}"
             else:
                 level, text = DiagnosticStatus.OK, "paused" if self._paused else f"running at {achieved:.2f}x real time"
                 for kind, (lvl, txt, _) in self.recent_problems(now_ns).items():

@@ -8,23 +8,32 @@ derives the orders of the command and state messages and the initial state (:cla
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..data import Data
-from ..elastic import stiffness_vector
+from ..elastic import links_only, stiffness_vector
 from ..model import RobotModel, given_limits
 from ..simulation import DEFAULT_FRICTION_VELOCITY, INTEGRATORS
 from .parameters import MOTOR_PARAMETERS, Parameter, bounded_float, float_list, motor_values, name_list, require_joints, with_armature
-from .safety import Plausibility, check_outputs_finite
+from .safety import Plausibility, check_gravity, check_outputs_finite, check_outputs_plausible, reference_state
 from .simulator_contact import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, contact_model
 
-__all__ = ["ON_COMMAND_TIMEOUT", "PARAMETERS", "SERVICES", "TOPICS", "Plan", "Settings", "coerce_setting", "make_plan", "configure"]
+__all__ = ["DRIVE_BANDWIDTH", "ON_COMMAND_TIMEOUT", "PARAMETERS", "SERVICES", "STEP_ANGLE", "TOPICS", "Plan", "Settings",
+           "coerce_setting", "configure", "fastest_rate", "make_plan"]
 
 
 #: what a joint's drive does once its command went stale
 ON_COMMAND_TIMEOUT = ("zero_torque", "brake", "hold_position")
+#: bandwidth of the drives' own brake, hold and velocity-limit loops, rad/s (5 Hz)
+DRIVE_BANDWIDTH = 2 * math.pi * 5.0
+#: largest ``rate * dt`` of the fastest dynamics a physics step is trusted with (:func:`fastest_rate`):
+#: rk4 stays stable on an oscillation up to 2.8, the drives' loops (their torque held over a step) up to 2
+STEP_ANGLE = 1.0
+#: largest physics_rate, Hz
+MAX_PHYSICS_RATE = 100_000.0
 
 
 @dataclass(frozen=True)
@@ -132,13 +141,15 @@ def coerce_setting(name: str, value):
     if name.startswith("contact_"):
         return coerce_contact(name, value)
     if name == "gravity":
-        return float_list(name, value, 3, strict=False)
+        gravity = float_list(name, value, 3, strict=False)
+        check_gravity(gravity)
+        return gravity
     if name in ("joints", "initial_joint_names", "motor_joint_names"):
         return name_list(name, value)
     if name in ("initial_positions", "initial_velocities", "armature", "joint_stiffness"):
         return float_list(name, value, strict=False)
     if name == "physics_rate":
-        return bounded_float(name, value, 1.0, 100_000.0)
+        return bounded_float(name, value, 1.0, MAX_PHYSICS_RATE)
     if name == "publish_rate":
         return bounded_float(name, value, 0.0, 100_000.0, low_open=True)
     if name == "real_time_factor":
@@ -188,6 +199,7 @@ class Plan:
     qd0: np.ndarray
     stiffness: tuple           # K of the elastic joints (model order); (): rigid joints
     contact: object            # robot_dynamics.contact.ContactModel (empty: nothing touches)
+    plausibility: Plausibility  # what a published state must pass (the dynamics node's rule for its inputs)
     notes: tuple               # warnings worth logging once (e.g. an initial position beyond a limit)
     drives: Drives             # what the drives read besides the state (nodes.simulator_inputs.drive_torques)
 
@@ -244,10 +256,24 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
         if len(values) != len(where):
             raise ValueError(f"{name} has {len(values)} values; expected {described}, or none")
         target[where] = values
-    implausible = Plausibility(model).problem(np.arange(model.nv), q0, qd0)
+    plausibility = Plausibility(base)
+    implausible = plausibility.problem(np.arange(model.nv), q0, qd0)
     if implausible:
         raise ValueError(f"initial state not plausible: {implausible}")
-    check_outputs_finite(model, f"gravity {list(s.gravity)}")
+    what = f"gravity {list(s.gravity)}{f', armature {list(s.armature)}' if s.armature else ''}"
+    check_outputs_finite(model, what)
+    check_outputs_plausible(model, plausibility, what)
+    rate, fastest = fastest_rate(model, stiffness)
+    if stiffness and s.integrator == "euler":
+        raise ValueError("integrator euler cannot integrate elastic joints: explicit Euler adds energy to every "
+                         "oscillation at any step (by (1 + (w dt)^2)^(1/2) per step), and the springs' modes grow "
+                         "without bound; use semi_implicit_euler, rk4 or adaptive")
+    if not rate <= STEP_ANGLE * MAX_PHYSICS_RATE:  # (inf, NaN: never)
+        raise ValueError(f"{fastest} ({rate:.4g} 1/s) is too fast to integrate at any physics_rate (at most "
+                         f"{MAX_PHYSICS_RATE:g} Hz, a step spanning at most {STEP_ANGLE:g}/rate)")
+    if not rate <= STEP_ANGLE * s.physics_rate:
+        raise ValueError(f"physics_rate {s.physics_rate:g} Hz is too slow for {fastest} ({rate:.4g} 1/s): a step may "
+                         f"span at most {STEP_ANGLE:g}/rate, so physics_rate must be at least {rate / STEP_ANGLE:.4g} Hz")
     contact = contact_model(model, s, s.friction_velocity)
     notes = tuple(
         f"initial position of {model.joint_names[i]} ({q0[i]:g}) is outside its limits "
@@ -256,7 +282,41 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
     )
     return Plan(base=base, model=model, settings=s, command_index=command_index, command_names=tuple(command_names),
                 state_index=state_index, state_names=state_names, coupled_map=coupled_map, index=index, q0=q0, qd0=qd0, stiffness=stiffness,
-                notes=notes, drives=Drives(model), contact=contact)
+                plausibility=plausibility, notes=notes, drives=Drives(model), contact=contact)
+
+
+def fastest_rate(model, stiffness: tuple) -> tuple[float, str]:
+    """``(rate, what)``: the fastest dynamics a physics step must resolve, 1/s, at the reference state:
+    the drives' brake loop ``2 w`` (:data:`DRIVE_BANDWIDTH`; on an
+    elastic joint's motor ``2 w (M_ii + J_i) / J_i``) and the elastic modes, the square roots of the
+    generalized eigenvalues of the springs' stiffness ``[[K, -K], [-K, K]]`` over the inertia
+    ``diag(M_links(q), J)`` (Spong Ex. 6.2 linearized, gravity left out)."""
+    rate, what = 2 * DRIVE_BANDWIDTH, "the drives' brake loop"
+    if not stiffness:
+        return rate, what
+    import robot_dynamics as rd
+
+    q = reference_state(model)
+    K, J = np.asarray(stiffness), np.asarray(model.armature)
+    with np.errstate(all="ignore"):
+        m = np.diag(rd.mass_matrix(model, q))
+        motor_loop = float((2 * DRIVE_BANDWIDTH * m / J).max())
+        if motor_loop > rate:
+            rate, what = motor_loop, "the drives' brake loop on the motors"
+        n = model.nv
+        inertia = np.zeros((2 * n, 2 * n))
+        inertia[:n, :n] = rd.mass_matrix(links_only(model), q)
+        inertia[n:, n:] = np.diag(J)
+        springs = np.block([[np.diag(K), -np.diag(K)], [-np.diag(K), np.diag(K)]])
+        try:
+            L = np.linalg.cholesky(inertia)
+            scaled = np.linalg.solve(L, np.linalg.solve(L, springs).T)
+            mode = float(np.sqrt(max(np.linalg.eigvalsh(scaled).max(), 0.0)))
+        except np.linalg.LinAlgError:  # a link without inertia: no finite mode to resolve
+            mode = math.inf
+    if not mode <= rate:
+        rate, what = mode, f"the elastic joints' fastest mode (joint_stiffness up to {K.max():.4g})"
+    return rate, what
 
 
 def configure(simulator, s: Settings, contact=None) -> None:

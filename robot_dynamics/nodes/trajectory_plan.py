@@ -56,7 +56,10 @@ PARAMETERS = (
     Parameter("phase", list(_D.phase), "Phase, rad: one number or one per joint."),
     Parameter("ramp_time", _D.ramp_time, "Duration of the smooth start from rest at home, s (0: none)."),
     Parameter("excitation_file", _D.excitation_file, "CSV written by `robot-dynamics excite` to play instead of "
-              "the sinusoids (from its start pose, held at its end); empty = the sinusoids.", "string"),
+              "the sinusoids (from its start pose, held at its end); empty = the sinusoids. Set at start only (a "
+              "params file or -p): a path any process on the ROS domain could change would make the node open "
+              "whatever it names. A regular file of at most 64 MiB, at least two samples, times increasing.",
+              "string", read_only=True),
 )
 
 #: (topic, type, direction, what) for --help
@@ -149,8 +152,8 @@ class Excitation:
 def _excitation(model: RobotModel, path: str) -> Excitation:
     try:
         samples = read_trajectory_csv(path)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"excitation_file {path!r}: {error}") from None
+    except ValueError as error:  # (read_trajectory_csv's message names the file)
+        raise ValueError(f"excitation_file: {error}") from None
     names = list(samples.joint_names)
     require_joints(model, names, "excitation_file")
     index = [model.joint_names.index(n) for n in names]

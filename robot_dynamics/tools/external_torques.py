@@ -1,7 +1,7 @@
 """``robot-dynamics external-torques RECORDING --urdf URDF``: the observer's residual over a recording.
 
 The recording (a rosbag2 bag or CSV of ``joint_states``, read by :mod:`robot_dynamics.identification.recording`
-and put on one uniform time grid by :func:`robot_dynamics.identification.identify.resample`) is played
+and put on one uniform time grid by :func:`robot_dynamics.identification.samples.resample`) is played
 through :class:`robot_dynamics.observer.MomentumObserver` sample by sample, exactly as the dynamics node
 would see it (velocities from the recording, or the positions' central differences when it has none).
 On a recording without contact the residual is the model's error: its RMS and peak per joint show how
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..identification.identify import IdentificationError, resample
+from ..identification.samples import IdentificationError, resample
 from ..identification.recording import RecordingError, read_recording
 from ..observer import MomentumObserver, tip_frame
 

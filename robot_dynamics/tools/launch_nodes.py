@@ -109,9 +109,12 @@ def compile_ahead(*parts):
     process group, so a Ctrl-C ends it too. If it fails, each node compiles its own kernels, saying so."""
     import launch.logging
 
+    from .processes import die_with_parent
+
     log = launch.logging.get_logger("robot_dynamics")
     status = subprocess.run([sys.executable, "-m", "robot_dynamics_executables", "compile", *parts],
-                            stdin=subprocess.DEVNULL).returncode
+                            stdin=subprocess.DEVNULL,
+                            preexec_fn=die_with_parent()).returncode
     if status == INTERRUPTED:
         log.info("compiling the dynamics kernels interrupted")
     elif status != 0:

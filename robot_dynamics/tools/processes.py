@@ -10,6 +10,8 @@ wiring as ``launch/*.launch.py``, where ``ros2 launch`` is not installed. Nothin
   private ``ROS_DOMAIN_ID``.
 - :class:`NodeProcess` starts one node and stops it (SIGINT, then SIGTERM, then SIGKILL).
 - :func:`start_graph` starts a graph; :func:`stop_all` stops it.
+- :func:`die_with_parent` and :func:`interrupt_on_sigterm`: no child outlives the program that
+  started it, whatever ends that program.
 """
 
 import json
@@ -53,6 +55,57 @@ def executable(name):
     if name not in NODE_EXECUTABLES:
         raise FileNotFoundError(f"executable {name!r} not found (is its package installed?)")
     return [sys.executable, "-c", f"import sys, robot_dynamics_executables as e; sys.exit(e.{name}())"]
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when the thread that forked it ends
+
+
+def die_with_parent():
+    """The ``preexec_fn`` of every child process the package starts (None where the OS cannot do it).
+
+    On Linux the child asks, between fork and exec, for SIGTERM when the thread that started it
+    ends (``prctl(PR_SET_PDEATHSIG)``, kept across exec): whatever ends the parent, SIGKILL, a crash
+    or the OOM killer included, the child then stops as on any SIGTERM (a node: cleanly, status 0).
+    A child whose parent ended between the fork and that call ends at once. Start children from a
+    thread that outlives them (the main thread): the signal comes when that *thread* ends.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes  # (here: the demo's and the CLI's imports stay light)
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
+    prctl.restype = ctypes.c_int
+    parent = os.getpid()
+
+    def in_child():  # (after fork: nothing that takes a lock another thread of the parent may hold)
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(128 + signal.SIGTERM)
+
+    return in_child
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, after :func:`interrupt_on_sigterm`: a ``KeyboardInterrupt``, so that whatever cleans up
+    after a Ctrl-C (stopping the nodes in ``finally``) cleans up after a SIGTERM too."""
+
+    STATUS = 128 + signal.SIGTERM
+    MESSAGE = "terminated"
+
+
+def interrupt_on_sigterm():
+    """From now on SIGTERM (``kill``, ``timeout``, a service manager) raises :class:`Terminated` in the
+    main thread, once: a second SIGTERM is ignored while the program stops its children."""
+
+    def terminated(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Terminated()
+
+    signal.signal(signal.SIGTERM, terminated)
 
 
 def params_text(parameters):
@@ -103,7 +156,8 @@ def ros_args(params_files=(), namespace=None, node_name=None, parameters=None, l
 
 
 class NodeProcess:
-    """One node in its own process; its output goes to ``log_path``."""
+    """One node in its own process; its output goes to ``log_path``. It ends with the thread that
+    starts it (:func:`die_with_parent`)."""
 
     def __init__(self, name, argv, env, log_path):
         self.name = name
@@ -112,7 +166,7 @@ class NodeProcess:
         self._log = open(self.log_path, "wb")
         self.started = time.monotonic()
         self.process = subprocess.Popen(self.argv, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL)
+                                        stdin=subprocess.DEVNULL, preexec_fn=die_with_parent())
 
     @property
     def pid(self):

@@ -20,6 +20,7 @@ import numpy as np
 
 import robot_dynamics as rd
 from robot_dynamics.tools.benchmarks.robots import example_robot_path, panda7_urdf
+from robot_dynamics.tools.processes import die_with_parent
 
 BATCH = 10_000
 
@@ -43,16 +44,19 @@ def _robots():
     }
 
 
-QUANTITIES = ("inverse dynamics", "gravity", "mass matrix", "forward dynamics", "Coriolis matrix")
+QUANTITIES = ("inverse dynamics", "gravity", "mass matrix", "forward dynamics", "Coriolis matrix",
+              "g, h and M of one state (one pass; Pinocchio: three calls)")
 
 
 def _our_calls(model, q, qd, qdd):
+    data = rd.Data(model)
     return [
         lambda: rd.inverse_dynamics(model, q, qd, qdd),
         lambda: rd.gravity_torques(model, q),
         lambda: rd.mass_matrix(model, q),
         lambda: rd.forward_dynamics(model, q, qd, qdd),
         lambda: rd.coriolis_matrix(model, q, qd),
+        lambda: rd.compute_terms(data, q, qd, rd.GRAVITY | rd.BIAS | rd.MASS),
     ]
 
 
@@ -63,6 +67,8 @@ def _pinocchio_calls(pin, model, data, q, qd, qdd):
         lambda: pin.crba(model, data, q),
         lambda: pin.aba(model, data, q, qd, qdd),
         lambda: pin.computeCoriolisMatrix(model, data, q, qd),
+        lambda: (pin.computeGeneralizedGravity(model, data, q), pin.nonLinearEffects(model, data, q, qd),
+                 pin.crba(model, data, q)),
     ]
 
 
@@ -116,7 +122,8 @@ def start_up_costs():
     )
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-        first, cached = (float(subprocess.check_output([sys.executable, "-c", script], env=env)) for _ in range(2))
+        first, cached = (float(subprocess.check_output([sys.executable, "-c", script], env=env, preexec_fn=die_with_parent()))
+                         for _ in range(2))
     return load_ms, first, cached
 
 
@@ -147,7 +154,7 @@ def compile_costs():
             for _ in range(2):
                 start, cpu = time.perf_counter(), _children_cpu()
                 subprocess.run([sys.executable, "-m", "robot_dynamics_executables", "compile", part], env=env,
-                               check=True, stdout=subprocess.DEVNULL)
+                               check=True, stdout=subprocess.DEVNULL, preexec_fn=die_with_parent())
                 seconds.append((time.perf_counter() - start, _children_cpu() - cpu))
         rows.append((part, seconds[0][0], seconds[0][1], seconds[1][0]))
     return rows

@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from robot_dynamics.tools.benchmarks.robots import example_robot_path, panda7_urdf
+from robot_dynamics.tools.processes import die_with_parent
 
 ANSWER_TOPIC = "computed_torques"
 #: the ``dynamics_node`` executable's entry point, run by this interpreter (the arguments follow)
@@ -222,7 +223,7 @@ def run_case(node, executor, label, kind, robot, rate, duration, namespace, comm
                    "--ros-args", "--params-file", str(params)]
         cmd += ["-r", f"__ns:={namespace}"]
         log = open(Path(tmp) / "responder.log", "w+b")
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env())
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env(), preexec_fn=die_with_parent())
         warm = int(rate * 2.0)
         capacity = warm * 4 + int(rate * duration) + 10
         driver = Driver(node, executor, namespace, names, capacity, listen_all and kind == "dynamics")

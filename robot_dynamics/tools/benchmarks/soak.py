@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from robot_dynamics.tools.benchmarks.node import Driver, _env, _stop, robot_urdf
+from robot_dynamics.tools.processes import die_with_parent
 
 NAMESPACE = "/soak"
 FLOOD_ANSWER_TIMEOUT = 60.0  # s after the flood: a node still silent then is reported as wedged
@@ -52,7 +53,8 @@ def start_node(tmp: Path, executor: str) -> subprocess.Popen:
                       "    command_source: computed\n    desired_timeout: 1.0\n")
     cmd = [sys.executable, "-m", "robot_dynamics.tools.benchmarks.soak", "--node", executor,
            "--ros-args", "--params-file", str(params), "-r", f"__ns:={NAMESPACE}"]
-    return subprocess.Popen(cmd, stdout=open(tmp / "node.log", "wb"), stderr=subprocess.STDOUT, env=_env())
+    return subprocess.Popen(cmd, stdout=open(tmp / "node.log", "wb"), stderr=subprocess.STDOUT, env=_env(),
+                            preexec_fn=die_with_parent())
 
 
 def first_answer(driver: Driver, proc, seq: int, timeout: float = 30.0) -> tuple[int, float]:
@@ -154,7 +156,8 @@ def flood(node, executor, duration: float, publishers: int, node_executor: str) 
             rss_before = rss_mb(proc.pid)
             cmd = [sys.executable, "-m", "robot_dynamics.tools.benchmarks.soak", "--flooder", NAMESPACE,
                    "--duration", str(duration)]
-            flooders = [subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            flooders = [subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                          preexec_fn=die_with_parent())
                         for _ in range(publishers)]
             while any(f.poll() is None for f in flooders):
                 driver.spin_for(0.1)  # (the driver's own subscription drains meanwhile)

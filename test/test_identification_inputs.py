@@ -1,0 +1,199 @@
+"""identify and excite on bad input (issue 23, items 5 and 6): every failure is one line naming
+the input and the problem, exit status 2, nothing written; readers with a memory bound; units
+slips in recordings found and named."""
+
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import robot_dynamics as rd
+from robot_dynamics.identification import (
+    DriveSettings, RecordingError, design_excitation, identify, joint_state_messages, read_recording, write_csv, write_rosbag,
+)
+from robot_dynamics.identification.simulated import record
+from robot_dynamics.robots import bundled_urdf
+
+PLANAR = bundled_urdf("planar_2r")
+
+
+@pytest.fixture(scope="module")
+def planar():
+    return rd.load_urdf(PLANAR)
+
+
+@pytest.fixture(scope="module")
+def run(planar):
+    """The planar 2R recorded for 20 s at 500 Hz through its own URDF (1 % effort noise)."""
+    return record(planar, planar, design_excitation(planar, period=5.0, iterations=5), 20.0, torque_noise=0.01, seed=1)
+
+
+def _cli(*args, cwd):
+    return subprocess.run([str(Path(sys.executable).parent / "robot-dynamics"), *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+def _refused(done, *words):
+    """Exit 2, one error line on stderr (after any warnings), naming each of ``words``."""
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    lines = done.stderr.splitlines()
+    assert "Traceback" not in done.stderr and all(line.startswith("warning: ") for line in lines[:-1]), done.stderr
+    for word in words:
+        assert word in lines[-1], (word, done.stderr)
+
+
+def _bag(tmp_path, run, storage):
+    write_rosbag(tmp_path / "bag", joint_state_messages(run.joint_names, run.t, run.q, run.qd, run.tau), storage=storage)
+    return tmp_path / "bag"
+
+
+def _damage_truncated_mcap(bag):
+    data = next(bag.glob("*.mcap"))
+    data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+
+
+def _damage_garbled_sqlite(bag):
+    data = next(bag.glob("*.db3"))
+    raw = bytearray(data.read_bytes())
+    raw[100:4000] = b"\xa5" * 3900
+    data.write_bytes(bytes(raw))
+
+
+def _damage_truncated_sqlite(bag):
+    data = next(bag.glob("*.db3"))
+    data.write_bytes(data.read_bytes()[:1000])
+
+
+def _damage_garbage_metadata(bag):
+    (bag / "metadata.yaml").write_text("rosbag2_bagfile_information: [: {\n")
+
+
+def _damage_missing_metadata(bag):
+    (bag / "metadata.yaml").unlink()
+
+
+@pytest.mark.parametrize("storage, damage, words", [
+    ("mcap", _damage_truncated_mcap, ("not a readable rosbag2 bag",)),
+    ("sqlite3", _damage_garbled_sqlite, ("not a readable rosbag2 bag",)),
+    ("sqlite3", _damage_truncated_sqlite, ("not a readable rosbag2 bag",)),
+    ("mcap", _damage_garbage_metadata, ("not a readable rosbag2 bag",)),
+    ("sqlite3", _damage_missing_metadata, ("no metadata.yaml",)),
+])
+def test_damaged_bags_are_one_line_errors_and_nothing_is_written(tmp_path, run, storage, damage, words):
+    damage(_bag(tmp_path, run, storage))
+    done = _cli("identify", "bag", "--urdf", "planar_2r", "--output", "out", cwd=tmp_path)
+    _refused(done, "bag", *words)
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_csv_files_are_one_line_errors(tmp_path):
+    (tmp_path / "header.csv").write_text("t,q_theta1,q_theta2,tau_theta1,tau_theta2\n")
+    (tmp_path / "latin1.csv").write_bytes("t,q_theta1\n0,1\n".encode() + "1,2 \u00b0\n".encode("latin-1"))
+    (tmp_path / "ragged.csv").write_text("t,q_theta1\n0,1\n1\n")
+    (tmp_path / "words.csv").write_text("t,q_theta1\n0,one\n")
+    (tmp_path / "empty.csv").write_text("")
+    for name, words in (("header.csv", ("a header but no data rows",)), ("latin1.csv", ("not UTF-8",)),
+                        ("ragged.csv", ("row 3 has 1 cells",)), ("words.csv", ("not a table of numbers",)),
+                        ("empty.csv", ("empty file",))):
+        _refused(_cli("identify", name, "--urdf", "planar_2r", "--output", "out", cwd=tmp_path), name, *words)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_huge_sparse_csv_is_refused_in_bounded_memory(tmp_path):
+    huge = tmp_path / "huge.csv"
+    with open(huge, "wb") as stream:
+        stream.truncate(2 << 30)  # 2 GiB of NUL bytes, sparse: no disk used
+    tracemalloc.start()
+    with pytest.raises(RecordingError, match="huge.csv: not a CSV text file"):
+        read_recording(huge)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 20e6  # one bounded line, not the file
+    _refused(_cli("identify", huge, "--urdf", "planar_2r", cwd=tmp_path), "huge.csv", "not a CSV text file")
+
+
+def test_a_long_csv_is_read_in_memory_proportional_to_its_numbers(tmp_path, run):
+    rows = 100_000  # 7 columns: 5.6 MB of float64
+    t = np.arange(rows) / 500.0
+    q = np.tile(run.q, (rows // len(run.t) + 1, 1))[:rows]
+    path = tmp_path / "long.csv"
+    write_csv(path, run.joint_names, t, q, q, q)
+    tracemalloc.start()
+    recording = read_recording(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert len(recording.series["q"]["theta1"][0]) == rows
+    assert peak < 4 * rows * 7 * 8, peak / 1e6  # the numbers, their copies per joint and one block of text
+
+
+@pytest.mark.parametrize("cutoff", ["0", "-5", "nan", "inf"])
+def test_bad_cutoffs_are_refused_before_reading(tmp_path, run, cutoff):
+    write_csv(tmp_path / "run.csv", run.joint_names, run.t, run.q, run.qd, run.tau)
+    _refused(_cli("identify", "run.csv", "--urdf", "planar_2r", "--cutoff", cutoff, "--output", "out", cwd=tmp_path),
+             f"--cutoff {cutoff}", "positive, finite")
+    assert not (tmp_path / "out").exists()
+
+
+def test_output_that_cannot_take_the_results_is_refused_and_nothing_is_half_written(tmp_path, run):
+    write_csv(tmp_path / "run.csv", run.joint_names, run.t, run.q, run.qd, run.tau)
+    (tmp_path / "a_file").write_text("keep me")
+    _refused(_cli("identify", "run.csv", "--urdf", "planar_2r", "--output", "a_file", cwd=tmp_path),
+             "--output a_file", "not a directory")
+    assert (tmp_path / "a_file").read_text() == "keep me"
+    _refused(_cli("identify", "run.csv", "--urdf", "planar_2r", "--output", "a_file/sub", cwd=tmp_path),
+             "--output a_file/sub", "a_file is a file, not a directory")
+    (tmp_path / "out" / "parameters.txt").mkdir(parents=True)  # a directory where a result file goes
+    _refused(_cli("identify", "run.csv", "--urdf", "planar_2r", "--output", "out", cwd=tmp_path),
+             "parameters.txt", "not a file")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["parameters.txt"]  # no identified.urdf
+    assert not list(tmp_path.glob(".out.*"))  # no staging left behind
+
+
+@pytest.mark.parametrize("option, value, words", [
+    ("--period", "inf", ("--period inf", "positive, finite")),
+    ("--period", "0", ("--period 0", "positive, finite")),
+    ("--duration", "1e7", ("--duration 1e+07 s", "rows, over the")),
+    ("--duration", "nan", ("--duration nan", "positive, finite")),
+    ("--rate", "-1", ("--rate -1", "positive, finite")),
+    ("--harmonics", "0", ("--harmonics 0",)),
+    ("--margin", "2", ("--margin 2",)),
+    ("--output", ".", ("--output .", "is a directory")),
+])
+def test_excite_refuses_bad_values_in_one_line_without_writing(tmp_path, option, value, words):
+    args = {"--duration": "10", "--output": "x.csv", option: value}
+    done = _cli("excite", "planar_2r", *[item for pair in args.items() for item in pair], cwd=tmp_path)
+    _refused(done, *words)
+    assert not (tmp_path / "x.csv").exists()
+
+
+# ----------------------------------------------------------------------------------- units slips
+
+def test_positions_in_degrees_are_refused_naming_the_slip(tmp_path, planar, run):
+    write_csv(tmp_path / "deg.csv", run.joint_names, run.t, np.degrees(run.q), np.degrees(run.qd), run.tau)
+    done = _cli("identify", "deg.csv", "--urdf", "planar_2r", "--output", "out", cwd=tmp_path)
+    _refused(done, "deg.csv", "looks to be in degrees", "--position-unit deg")
+    assert not (tmp_path / "out").exists()
+    done = _cli("identify", "deg.csv", "--urdf", "planar_2r", "--position-unit", "deg", "--output", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+def test_torques_in_millinewton_metres_are_refused_naming_the_slip(tmp_path, planar, run):
+    write_csv(tmp_path / "mnm.csv", run.joint_names, run.t, run.q, run.qd, 1000 * run.tau)
+    with pytest.raises(RecordingError, match="1e\\+03 times those the URDF model needs.*mN m instead of N m.*"
+                                             "--effort-scale 0.001"):
+        identify(read_recording(tmp_path / "mnm.csv"), planar)
+    done = _cli("identify", "mnm.csv", "--urdf", "planar_2r", "--effort-scale", "0.001", "--output", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rd.load_urdf(tmp_path / "out" / "identified.urdf")
+    reference = identify(read_recording(_plain(tmp_path, run)), planar)[0]
+    scaled = identify(read_recording(tmp_path / "mnm.csv"), planar, drive=DriveSettings(effort_scale=1e-3))[0]
+    np.testing.assert_allclose(scaled.base_ols, reference.base_ols, rtol=1e-6, atol=1e-9)
+
+
+def _plain(tmp_path, run):
+    path = tmp_path / "plain.csv"
+    write_csv(path, run.joint_names, run.t, run.q, run.qd, run.tau)
+    return path
