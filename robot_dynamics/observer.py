@@ -290,6 +290,11 @@ class MomentumObserver:
         self._wrench[:] = np.nan
 
     @property
+    def last_time(self):
+        """The time of the last sample taken (s), None before one or after :meth:`reset`."""
+        return self._time
+
+    @property
     def residual(self):
         """The last ``r``, N m or N per coordinate (a copy)."""
         return self._memory[0].copy()

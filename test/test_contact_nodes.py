@@ -4,7 +4,7 @@ reaction against the simulator node's applied wrench, bad efforts, and the simul
 Processes: simulator_node (Panda-7 at rest, no damping or friction) with a dynamics_node that holds it
 still by computed torque and estimates the external torques; a second dynamics_node fed by this test
 (bad efforts); a simulator_node with a pendulum resting on a floor.  Accuracy and timing goals are
-measured in process (test_collision.py); here the topics, conventions and the reaction are checked.
+measured in process (test_collision.py) and, for the 20 N case, here over the topics too.
 """
 
 import math
@@ -52,7 +52,10 @@ def loop(tmp_path_factory, harness, model):
     tmp = tmp_path_factory.mktemp("contact")
     sim_params = write_params(tmp / "sim.yaml", {
         "robot_description": panda7_urdf(), "initial_positions": HOME, "apply_damping": False,
-        "apply_friction": False, "command_timeout": 0.0, "publish_rate": 1000.0,
+        "apply_friction": False, "publish_rate": 1000.0,
+        # the drives hold HOME until the dynamics node commands (a falling Panda's states are not believed,
+        # hence not published): the loop starts from rest
+        "command_timeout": 0.05, "on_command_timeout": "hold_position",
         "publish_clock": True,  # stamps in simulated time: never re-anchored when a busy machine makes it lag
     })
     dyn_params = write_params(tmp / "dyn.yaml", {
@@ -98,10 +101,10 @@ def by_name(msg, names, field="position"):
     return np.array([values[n] for n in names])
 
 
+@pytest.mark.realtime  # (alone: under load the node drops joint states, and the observer sees gaps)
 def test_20_N_at_the_tool_is_estimated_as_torques_and_as_a_wrench(loop, model):
-    """The goals' 2 % / 3 % are measured in process (test_collision.py); over ROS on a shared machine a
-    joint_states message the dynamics node drops leaves the observer a gap over which the simulator's
-    command changed: the topics and conventions are checked here, with 5 % + 0.05 N m."""
+    """The issue's goals over ROS: external_torques within 2 % + 0.02 N m of J^T F and the wrench estimate's
+    force within 3 %, the arm held by computed torque in the simulator (run alone, as a realtime test)."""
     force = np.array([12.0, -10.0, 12.5])
     send_wrench(loop["wrench"], force)
     try:
@@ -110,8 +113,25 @@ def test_20_N_at_the_tool_is_estimated_as_torques_and_as_a_wrench(loop, model):
         send_wrench(loop["wrench"], (0, 0, 0))
 
 
+def at_rest_under(loop, model, force, timeout=15.0):
+    """Wait (sending the wrench again, its subscription is best effort) until the arm has given way to the
+    force and come to rest: over the last 0.2 s of joint states it moved less than 1e-4 rad."""
+    deadline = time.monotonic() + timeout
+    while True:
+        states = loop["states"].messages[-200:]
+        if len(states) == 200:
+            q = np.array([by_name(m, model.joint_names) for m in states])
+            if np.abs(q[-1] - HOME).max() > 0.01 and np.ptp(q, axis=0).max() < 1e-4:
+                return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the arm did not come to rest under {force} N within {timeout} s: moved {np.ptp(q, axis=0).max() if len(states) == 200 else None} rad over the last 0.2 s, {np.abs(q[-1] - HOME).max() if len(states) == 200 else None} from HOME")
+        send_wrench(loop["wrench"], force)
+        time.sleep(0.1)
+
+
 def estimate_checked(loop, model, force):
-    time.sleep(1.0)  # 50 observer time constants
+    at_rest_under(loop, model, force)
+    time.sleep(0.2)  # 10 observer time constants more
     states = {(m.header.stamp.sec, m.header.stamp.nanosec): m for m in loop["states"].messages[-2000:]}
     msg, state = next((m, states[(m.header.stamp.sec, m.header.stamp.nanosec)])
                       for m in reversed(loop["torques"].messages[-200:])
@@ -121,14 +141,15 @@ def estimate_checked(loop, model, force):
     truth = rd.jacobian(model, q, "panda_hand").T @ np.concatenate((np.zeros(3), force))
     r = np.array(msg.effort)
     assert np.abs(q - HOME).max() > 0.01  # the arm gives way a little under the force
-    assert np.all(np.abs(r - truth) <= 0.05 * np.abs(truth) + 0.05), (r, truth)
+    assert np.all(np.abs(r - truth) <= 0.02 * np.abs(truth) + 0.02), (r, truth)
     estimate = loop["wrenches"].messages[-1]
     assert estimate.header.frame_id == "panda_hand"
     f = estimate.wrench.force
-    assert np.linalg.norm(np.array([f.x, f.y, f.z]) - force) <= 0.05 * np.linalg.norm(force)
+    assert np.linalg.norm(np.array([f.x, f.y, f.z]) - force) <= 0.03 * np.linalg.norm(force)
     assert loop["flags"].messages[-1].data is False
 
 
+@pytest.mark.realtime
 def test_a_30_N_step_is_a_collision_and_the_reaction_holds_gravity_until_reset(loop, harness, model):
     results = harness.set_parameters(DYNAMICS, {"collision.thresholds": [2.0] * 7})
     assert all(r.successful for r in results), [r.reason for r in results]
@@ -219,6 +240,35 @@ def test_bad_efforts_publish_nothing_and_say_why(fed, model):
     def contact_status(array):
         return any(s.name.endswith(": contact") and "effort" in s.message for s in array.status)
     fed["diagnostics"].wait_for(contact_status, timeout=5.0, what="a contact diagnostics status about efforts")
+
+
+def test_a_gap_in_the_state_stamps_restarts_the_observer(fed, model):
+    """States missing for longer than state_timeout (stamps jump 0.5 s, as when a simulator stops publishing
+    states it does not believe): the torque over the gap is unknown, so the observer starts over and says so,
+    instead of holding the last effort over the gap and reporting the momentum change as external torque."""
+    names = list(model.joint_names)
+    g = rd.gravity_torques(model, HOME)
+
+    def send(position, t):
+        msg = JointState(name=names, position=position, velocity=[0.0] * 7, effort=list(g))
+        msg.header.stamp.sec, msg.header.stamp.nanosec = int(t), int((t % 1) * 1e9)
+        fed["states"].publish(msg)
+
+    t = 300.0
+    for k in range(300):  # held still with its holding torque: r = 0
+        send(HOME, t + 0.002 * k)
+        time.sleep(0.002)
+    fed["torques"].wait_for(lambda m: m.header.stamp.sec == 300, timeout=5.0, what="external torques at t = 300 s")
+    # 0.5 s later the arm is elsewhere, at rest: a different holding torque over an unknown gap
+    moved = list(np.array(HOME) + 0.2)
+    g = rd.gravity_torques(model, moved)
+    for k in range(100):
+        send(moved, t + 1.1 + 0.002 * k)
+        time.sleep(0.002)
+    last = fed["torques"].wait_for(lambda m: m.header.stamp.sec == 301 and m.header.stamp.nanosec > 250_000_000,
+                                   timeout=5.0, what="external torques after the gap")
+    assert np.abs(np.array(last.effort)).max() < 1e-6
+    fed["process"].wait_log("external torques restarted: 0.50")
 
 
 def test_the_simulator_publishes_the_true_contact_wrench(tmp_path_factory, harness):

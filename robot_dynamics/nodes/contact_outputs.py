@@ -98,6 +98,14 @@ class ContactOutputs:
             return
         sec, nanosec = stamp.sec, stamp.nanosec
         t = stamp_seconds(sec, nanosec, now)
+        last = self._observer.last_time
+        if last is not None and t - last > plan.settings.state_timeout:
+            # (states missing in between, e.g. ones the publisher did not believe: the torque over the gap
+            # is unknown, and holding the last one over it would invent an external torque)
+            self.node.problem("external_torque", f"external torques restarted: {t - last:.3f} s between joint "
+                              f"states, more than state_timeout {plan.settings.state_timeout:g} s", now,
+                              DiagnosticStatus.WARN)
+            self._observer.reset()
         effort = self._efforts.effort if self._unsigned else self.plan.sign * self._efforts.effort
         try:
             r = self._observer.update(t, state.q, state.qd, effort)
