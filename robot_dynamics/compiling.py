@@ -76,6 +76,7 @@ def _jobs(parts):
     from .data import Data, compute_terms
     from .dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
     from .kinematics import frame_pose, jacobian, kinetic_energy, potential_energy
+    from .observer import MomentumObserver
     from .regression import regressor
     from .simulation import Simulator
     from .task_space import frame_acceleration
@@ -98,7 +99,9 @@ def _jobs(parts):
     if "dynamics_node" in parts:
         jobs += [lambda: compute_terms(Data(arm[0]), q, qd),  # the node's pass per message
                  lambda: friction_torques(arm[0].viscous_damping, arm[0].friction, 0.01, qd),
-                 lambda: gravity_torques(arm[0], q)]  # (the CLI's gravity and info commands share the part)
+                 lambda: gravity_torques(arm[0], q),  # (the CLI's gravity and info commands share the part)
+                 lambda: [MomentumObserver(arm[0], 50.0, frame="tip", friction=True).update(t, q, qd, qd)
+                          for t in (0.0, 1e-3)]]  # its external_torque.enabled
     if "simulator" in parts:
         jobs += [lambda: gravity_torques(arm[0], q), lambda: compute_terms(Data(arm[0]), q, qd), step]  # (drives)
     if "library" in parts:

@@ -26,6 +26,7 @@ from collections import namedtuple
 import numpy as np
 
 from .cholesky import cholesky_solve, cholesky_substitute
+from .contact import add_contact_torques
 from .control import friction_torque
 from .jit import inline, njit
 from .kernels import forward_state, joint_poses, workspace, world_poses
@@ -42,9 +43,10 @@ Physics = namedtuple("Physics", [
     "topology", "bodies", "gravity",                   # the model's kernel arrays
     "armature",                                        # the rotors' reflected inertia (zeros when elastic: the motors')
     "damping", "friction", "friction_velocity",        # B, F_c (zeros where switched off), eps
-    "lower", "upper", "omega",                         # position limits (+-inf: none or switched off), w
+    "limits", "omega",                                 # position limits, rows lower, upper (+-inf: none or off), w
     "wrench_bodies", "wrench_points", "wrench_values",  # external wrenches (wrenches.wrench_arrays)
     "motors",                                          # elastic joints: rows K, J, B_m; (3, 0) for rigid joints
+    "contact",                                         # contact.ContactModel.array: (1, 8) of zeros when none
 ])
 Physics.__doc__ = """Everything the compiled right-hand side ``a(q, qd, tau_cmd)`` reads besides the state, for one step.
 
@@ -119,7 +121,7 @@ def acceleration(physics, x, xd, command, workspace):
     singular joint)``.  Rigid joints: ``x = q``, :func:`link_acceleration`.  Elastic joints (module
     docstring, "Elastic joints"): ``x = (q, theta)``, the links driven by the springs ``K (theta - q)``
     and the motors by ``command``: ``theta_dd = J^-1 (command - B_m theta_d - K (theta - q))``."""
-    motors = physics[13]
+    motors = physics[12]
     elastic = motors.shape[1] > 0
     n = motors.shape[1] if elastic else x.shape[0]
     drive = motors[0] * (x[n:] - x[:n]) if elastic else command  # what drives the links: the springs, or the motors
@@ -139,10 +141,11 @@ def acceleration(physics, x, xd, command, workspace):
 def link_acceleration(physics, q, qd, command, workspace):
     """``a(q, qd) = M^-1 (tau_joint - h + sum_l J_l^T F_l)`` (eq. 9.89 with the forces of the module
     docstring) for the joint torque ``command``; ``(qdd, -1 or the singular joint)``."""
-    (topology, bodies, gravity, armature, damping, friction, friction_velocity, lower, upper, omega,
-     wrench_bodies, wrench_points, wrench_values) = physics[:13]
+    (topology, bodies, gravity, armature, damping, friction, friction_velocity, limits, omega,
+     wrench_bodies, wrench_points, wrench_values) = physics[:12]
     scratch, composite, world, M = workspace
     poses = scratch[0]
+    lower, upper = limits[0], limits[1]  # one array in the tuple, not two: each costs the step's call an unboxing
     n = q.shape[0]
     tau = np.empty(n)
     beyond = False
@@ -155,6 +158,11 @@ def link_acceleration(physics, q, qd, command, workspace):
         joint_poses(topology, bodies, q_row, state, poses)
         world_poses(topology, poses, world)
         add_wrench_torques(topology, bodies, world, wrench_bodies, wrench_points, wrench_values[0], tau)
+    contact = physics[13]
+    if contact.shape[0] > 1:  # contact.py: the spheres' penalty forces on the half-spaces
+        joint_poses(topology, bodies, q_row, state, poses)
+        world_poses(topology, poses, world)
+        add_contact_torques(topology, bodies, world, qd_row, contact, tau, np.empty((int(contact[0, 5]), 6)))
     qdd = np.empty(n)
     singular = forward_state(topology, bodies, gravity, armature, q_row, qd_row, state, tau,
                              scratch, composite, M, qdd)

@@ -79,6 +79,7 @@ import math
 import numpy as np
 
 from . import kinematics as _kinematics
+from .contact import ContactModel, contact_wrenches_at
 from .elastic import elastic_energy, stiffness_vector
 from .equations_of_motion import DEFAULT_FRICTION_VELOCITY, LIMIT_OMEGA_STEP, Physics
 from .integrators import BAD_COMMAND, DERIVATIVE, EULER, NON_FINITE, RK4, SEMI_IMPLICIT_EULER, step as compiled_step
@@ -128,9 +129,11 @@ class Simulator:
 
     def __init__(self, model, q=None, qd=None, *, integrator="rk4", apply_damping=False, apply_friction=False,
                  enforce_effort_limits=True, enforce_position_limits=True,
-                 friction_velocity=DEFAULT_FRICTION_VELOCITY, rtol=1e-8, atol=1e-10, t=0.0, joint_stiffness=None):
+                 friction_velocity=DEFAULT_FRICTION_VELOCITY, rtol=1e-8, atol=1e-10, t=0.0, joint_stiffness=None,
+                 contact=None):
         self._stiffness = None if joint_stiffness is None else stiffness_vector(model, joint_stiffness)
         self.model = model
+        self.contact = contact
         self.integrator = integrator
         self.apply_damping = bool(apply_damping)
         self.apply_friction = bool(apply_friction)
@@ -155,7 +158,37 @@ class Simulator:
             stiffness_vector(model, self._stiffness)  # a new model must keep its rotors
         self._model = model
         self._effort_limit = given_limits(model.effort_limits)
+        if getattr(self, "_contact", None) is not None:
+            self._contact_array = self._contact.array(model)
         self._physics_cache = self._wrench_cache = (None, None)
+
+    @property
+    def contact(self):
+        """The :class:`robot_dynamics.contact.ContactModel` the links touch (an empty one: no contact)."""
+        return self._contact
+
+    @contact.setter
+    def contact(self, contact):
+        contact = ContactModel() if contact is None else contact
+        self._contact_array = contact.array(self._model)  # checks the links
+        self._contact = contact
+        self._physics_cache = self._wrench_cache = (None, None)
+
+    def contact_wrenches(self):
+        """``{link: [moment; force]}``: the true contact wrench on each touching link at the current state,
+        in the ``external_wrenches`` convention (world-aligned axes, moment about the link origin)."""
+        if not self._contact.enabled:
+            return {}
+        topology, kernel_bodies, _ = self._model._kernel_arrays
+        nb = topology.shape[0]
+        n = self._model.nv
+        wrenches, _ = contact_wrenches_at(topology, kernel_bodies, self._q.reshape(1, n), self._qd.reshape(1, n),
+                                          self._contact_array, np.empty((nb, 12)), np.empty((nb, 12)))
+        out = {}
+        for (link, _, _), wrench in zip(self._contact.spheres, wrenches):
+            if wrench.any():
+                out[link] = out[link] + wrench if link in out else wrench
+        return out
 
     @property
     def joint_stiffness(self):
@@ -291,13 +324,13 @@ class Simulator:
                 damping=np.array(damping, dtype=float) if self.apply_damping else np.zeros(n),
                 friction=np.array(model.friction, dtype=float) if self.apply_friction else np.zeros(n),
                 friction_velocity=self.friction_velocity,
-                lower=lower.copy() if self.enforce_position_limits else -everywhere,
-                upper=upper.copy() if self.enforce_position_limits else everywhere,
+                limits=np.array([lower, upper]) if self.enforce_position_limits else np.array([-everywhere, everywhere]),
                 omega=LIMIT_OMEGA_STEP / dt,
                 wrench_bodies=np.zeros(0, dtype=np.int64), wrench_points=np.zeros((0, 3)),
                 wrench_values=np.zeros((1, 0, 6)),
                 motors=np.array([self._stiffness, model.armature, model.motor_damping if self.apply_damping else np.zeros(n)])
                 if elastic else np.zeros((3, 0)),
+                contact=self._contact_array,
             )
             effort_limit = self._effort_limit.copy() if self.enforce_effort_limits else everywhere
             self._physics_cache = (key, (tuple(physics), effort_limit))

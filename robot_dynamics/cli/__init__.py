@@ -13,7 +13,10 @@ Subcommands::
     robot-dynamics identify RECORDING --urdf URDF a calibrated URDF (and payload) from a recording
     robot-dynamics check-trajectory URDF TRAJECTORY
                                                   does a planned trajectory stay within the limits?
-    robot-dynamics bench [core|node|simulator|scaling] [OPTIONS]
+    robot-dynamics external-torques RECORDING --urdf URDF
+                                                  the momentum observer's residual over a recording
+    robot-dynamics demo-contact                   an arm driven into a wall: contact, collision, reaction
+    robot-dynamics bench [core|node|simulator|scaling|contact] [OPTIONS]
                                                   the benchmarks (core, node and simulator need the
                                                   test extra; scaling needs matplotlib for its plot)
 
@@ -33,13 +36,13 @@ Each module of this package adds its commands to the parser (``register(commands
 
 import sys
 
-from . import bench, check_trajectory, compiling, demos, identification, info, joint_space, robots
+from . import bench, check_trajectory, compiling, contact, demos, identification, info, joint_space, robots
 from .arguments import CLIError, Parser
 
 PROG = "robot-dynamics"
 
 #: the modules that register commands, in the order ``--help`` lists them
-COMMAND_MODULES = (robots, compiling, info, joint_space, demos, identification, check_trajectory, bench)
+COMMAND_MODULES = (robots, compiling, info, joint_space, demos, identification, check_trajectory, contact, bench)
 
 
 def build_parser():

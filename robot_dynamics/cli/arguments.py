@@ -48,6 +48,8 @@ COMMAND_KERNELS = {
     "identify": ("dynamics_node", "library"),
     "demo": ("dynamics_node", "simulator"),  # the nodes': compiled once here, not by each at once
     "check-trajectory": ("dynamics_node", "library"),  # batched inverse dynamics; --friction
+    "external-torques": ("dynamics_node",),
+    "demo-contact": ("dynamics_node", "simulator"),
 }
 
 

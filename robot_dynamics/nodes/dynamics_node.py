@@ -47,6 +47,7 @@ from robot_dynamics.data import BIAS, GRAVITY, MASS, WORLD, compute_terms
 
 from .base import OUTPUT_QOS, RobotNode
 from .cdr import JointStateWriter
+from .contact_outputs import ContactOutputs
 from .converters import as_float_array, matrix_msg
 from .dynamics_inputs import DesiredStateReader, JointStateMerger, Rejected, desired_accelerations
 from .dynamics_plan import PARAMETERS, Desired, Plan, Settings, coerce_setting, make_plan, servo_terms
@@ -109,6 +110,7 @@ class DynamicsNode(RobotNode):
         subscription(Float64MultiArray, "desired_accelerations", self._on_desired_accelerations, COMMAND_INPUT_QOS)
         subscription(JointTrajectory, "desired_state", self._on_desired_state, COMMAND_INPUT_QOS)
         self._task = TaskSpaceCommand(self, COMMAND_INPUT_QOS)
+        self._contact = ContactOutputs(self)  # external torques, collision (docs/contact.md)
         self.start_description()
 
     # --- the model ---------------------------------------------------------------------------------
@@ -135,6 +137,7 @@ class DynamicsNode(RobotNode):
         self._desired_state = DesiredStateReader(plan)
         self._msgs = _OutputMessages(plan.names)
         self._task.install(plan)
+        self._contact.install(plan)
 
     # --- inputs ------------------------------------------------------------------------------------
     def _on_joint_states(self, msg: JointState) -> None:
@@ -150,6 +153,7 @@ class DynamicsNode(RobotNode):
             return
         if mimic_warning:
             self.problem("mimic", mimic_warning, now, DiagnosticStatus.WARN)
+        self._contact.take_efforts(msg.name, msg.effort, now)
         if not fresh:
             return  # nothing of this robot in the message (e.g. another robot's joints): no output
         try:
@@ -187,6 +191,7 @@ class DynamicsNode(RobotNode):
         if state.q_ns.min() < limit:
             self.problem("state", "not publishing: " + state.missing(state.q_ns, now, "position"), now)
             return
+        self._contact.observe(plan, state, stamp, now)  # first: a collision changes this message's command
         s = plan.settings
         q, qd = state.q, state.qd
         vel_ok = state.qd_ns.min() >= limit
@@ -316,6 +321,7 @@ class DynamicsNode(RobotNode):
             self._publish_command(plan, tau[plan.out], now)
 
     def _publish_command(self, plan: Plan, tau_out: np.ndarray, now: int) -> None:
+        tau_out = self._contact.command(plan, tau_out)
         command = np.clip(tau_out, -plan.effort_limit, plan.effort_limit)  # (output order)
         if not np.array_equal(command, tau_out):
             held = [plan.names[i] for i in np.flatnonzero(command != tau_out)]
@@ -394,6 +400,9 @@ class DynamicsNode(RobotNode):
         statuses.append(("outputs", out_level, out_text, out_values))
         if plan is not None and plan.task is not None:
             statuses.append(self._task.status(plan, recent))
+        contact = self._contact.status(now, period)
+        if contact is not None:
+            statuses.append(contact)
 
         self._stats_reset(now)
         return self.diagnostic_array(statuses)

@@ -16,6 +16,7 @@ from .. import control
 from ..data import Data
 from ..model import RobotModel, given_limits
 from .parameters import LOCK, MOTOR_PARAMETERS, Parameter, duplicates, float_list, name_list, require_joints, with_armature
+from .contact_plan import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, compile_contact
 from .safety import Plausibility, check_gains, check_gravity, check_payload, check_outputs_finite, check_outputs_plausible
 from .task_space_inputs import TASK_PARAMETERS, TASK_TOPICS, TaskSpaceFields, coerce_task_setting, compile_task
 
@@ -49,6 +50,15 @@ class Settings(TaskSpaceFields):
     max_position_error: float = 0.0
     motor_joint_names: tuple = ()
     armature: tuple = ()
+    external_torque_enabled: bool = False  # contact_plan.CONTACT_PARAMETERS, from here on
+    external_torque_gain: float = CONTACT_PARAMETERS[1].default
+    external_torque_frame: str = ""
+    external_torque_friction: bool = False
+    external_torque_effort_sign: tuple = (1.0,)
+    collision_thresholds: tuple = ()
+    collision_release: float = CONTACT_PARAMETERS[6].default
+    collision_min_duration: float = CONTACT_PARAMETERS[7].default
+    collision_reaction: str = "none"
 
 
 _D = Settings()
@@ -91,6 +101,7 @@ PARAMETERS = (LOCK,) + tuple(p if p.name in NOT_TORQUE_SHAPING else replace(p, s
               "limit.", "double", low=0.0, high=1.0e3),
     *MOTOR_PARAMETERS,
     *TASK_PARAMETERS,
+    *CONTACT_PARAMETERS,
 ))
 
 #: (topic, type, direction, what) for --help
@@ -105,6 +116,7 @@ TOPICS = (
     ("mass_matrix", "std_msgs/Float64MultiArray", "out", "M(q), row-major, dims rows/cols"),
     ("effort_command", "std_msgs/Float64MultiArray", "out", "the command_source torques"),
     *TASK_TOPICS,
+    *CONTACT_TOPICS,
     ("/diagnostics", "diagnostic_msgs/DiagnosticArray", "out", "model, inputs, outputs, once a second"),
 )
 
@@ -113,6 +125,8 @@ def coerce_setting(field: str, value):
     """Parameter value -> Settings field value; ValueError (the reason) when invalid."""
     if field.startswith("task_"):
         return coerce_task_setting(field, value)
+    if field.startswith(("external_torque_", "collision_")):
+        return coerce_contact(field, value)
     param = field.replace("payload_", "payload.")
     if field == "gravity":
         gravity = float_list(param, value, 3)
@@ -182,6 +196,7 @@ class Plan:
     effort_limit: np.ndarray  # per output joint, inf where the URDF gives none: effort_command's bounds
     data: Data  # the workspace of the model's one pass per message (robot_dynamics.data)
     task: object = None  # task_control.TaskSpaceSettings with command_source task_space
+    contact: object = None  # contact_plan.ContactPlan: external torques and collisions (None: off)
 
 
 def make_plan(base: RobotModel, s: Settings) -> Plan:
@@ -221,6 +236,7 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
         state_timeout_ns=int(s.state_timeout * 1e9), desired_timeout_ns=int(s.desired_timeout * 1e9),
         plausibility=plausibility, effort_limit=given_limits(model.effort_limits)[out], data=Data(model),
         task=compile_task(model, s),
+        contact=compile_contact(model, out, s),
     )
 
 

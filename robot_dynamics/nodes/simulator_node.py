@@ -50,6 +50,7 @@ from robot_dynamics.simulation import SimulationError, Simulator
 
 from .base import OUTPUT_QOS, RobotNode
 from .cdr import JointStateWriter
+from .contact_messages import WrenchWriter
 from .converters import stamp_of
 from .description import steady_timer
 from .parameters import Rejected
@@ -78,7 +79,7 @@ class SimulatorNode(RobotNode):
         self._wrenches: dict = {}
         self._n_steps = self._n_published = 0
         self._stats_wall, self._stats_sim = time.monotonic(), 0.0
-        self._clock_pub = self._motor_pub = None
+        self._clock_pub = self._motor_pub = self._contact_pub = None
 
         self._pub_states = self.create_publisher(JointState, "joint_states", OUTPUT_QOS)
         self.create_subscription(Float64MultiArray, "effort_command", self._on_effort_command, INPUT_QOS)
@@ -103,7 +104,7 @@ class SimulatorNode(RobotNode):
         if self._plan is not None and plan.base is self._plan.base and plan.stiffness == self._plan.stiffness:
             sim = self._sim
             sim.model = plan.model
-            configure(sim, new)
+            configure(sim, new, plan.contact)
             if new.joints != old.joints:
                 self._commands = Commands(plan.model.nv, sim.q)
             if (new.physics_rate, new.publish_rate, new.real_time_factor) != \
@@ -124,7 +125,7 @@ class SimulatorNode(RobotNode):
         self._model_status = (DiagnosticStatus.OK, "simulating " + text)
         t = self._sim.t if self._sim is not None else 0.0  # time never runs backwards
         self._sim = Simulator(plan.model, plan.q0, plan.qd0, t=t, joint_stiffness=plan.stiffness or None)
-        configure(self._sim, new)
+        configure(self._sim, new, plan.contact)
         if self._sim.t == 0.0:
             self._epoch_ns = 0 if new.publish_clock else time.time_ns()
         self._run_from_initial_state(plan)
@@ -321,6 +322,11 @@ class SimulatorNode(RobotNode):
             order = plan.state_index
             self._motor_pub.publish(self._motor_writer.serialize(
                 sec, nanosec, sim.motor_q[order], sim.motor_qd[order], sim.applied_effort[order]))
+        if plan.contact.enabled:
+            if self._contact_pub is None:
+                self._contact_pub = self.create_publisher(WrenchStamped, "contact_wrenches", OUTPUT_QOS)
+            for link, wrench in sim.contact_wrenches().items():
+                self._contact_pub.publish(WrenchWriter(link).serialize(sec, nanosec, wrench))
         if self._settings.publish_clock:
             if self._clock_pub is None:
                 self._clock_pub = self.create_publisher(Clock, "/clock", OUTPUT_QOS)

@@ -19,6 +19,7 @@ from ..model import RobotModel, given_limits
 from ..simulation import DEFAULT_FRICTION_VELOCITY, INTEGRATORS
 from .parameters import MOTOR_PARAMETERS, Parameter, bounded_float, float_list, motor_values, name_list, require_joints, with_armature
 from .safety import Plausibility, check_gravity, check_outputs_finite, check_outputs_plausible, reference_state
+from .simulator_contact import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, contact_model
 
 __all__ = ["DRIVE_BANDWIDTH", "ON_COMMAND_TIMEOUT", "PARAMETERS", "SERVICES", "STEP_ANGLE", "TOPICS", "Plan", "Settings",
            "coerce_setting", "configure", "fastest_rate", "make_plan"]
@@ -60,6 +61,12 @@ class Settings:
     motor_joint_names: tuple = ()
     armature: tuple = ()
     joint_stiffness: tuple = ()
+    contact_planes: tuple = ()
+    contact_links: tuple = ()
+    contact_spheres: tuple = ()
+    contact_stiffness: float = CONTACT_PARAMETERS[3].default
+    contact_damping: float = CONTACT_PARAMETERS[4].default
+    contact_friction: float = 0.0
 
 
 _D = Settings()
@@ -105,6 +112,7 @@ PARAMETERS = (
     Parameter("joint_stiffness", [], "Elastic joints (Spong Ex. 6.2): the gears' stiffness per motor_joint_names "
               "entry, N m/rad (N/m), > 0 for every joint, each with a positive armature; empty = rigid joints. "
               "The effort command is then the motor torque, and motor_states carries the motors."),
+    *CONTACT_PARAMETERS,
 )
 
 #: (topic, type, direction, what) for --help
@@ -118,6 +126,7 @@ TOPICS = (
      "q_joint = E q + o, qd_joint = E qd, effort 0"),
     ("motor_states", "sensor_msgs/JointState", "out", "with joint_stiffness: motor position and velocity "
      "(link side), applied motor torque, of the coordinates, stamped as joint_states"),
+    *CONTACT_TOPICS,
     ("/clock", "rosgraph_msgs/Clock", "out", "simulated time, with publish_clock"),
     ("/diagnostics", "diagnostic_msgs/DiagnosticArray", "out", "model and simulation, once a second"),
 )
@@ -129,6 +138,8 @@ SERVICES = (
 
 def coerce_setting(name: str, value):
     """Parameter value -> Settings field value; ValueError (the reason) when invalid."""
+    if name.startswith("contact_"):
+        return coerce_contact(name, value)
     if name == "gravity":
         gravity = float_list(name, value, 3, strict=False)
         check_gravity(gravity)
@@ -187,6 +198,7 @@ class Plan:
     q0: np.ndarray             # the initial (and reset) state, model order
     qd0: np.ndarray
     stiffness: tuple           # K of the elastic joints (model order); (): rigid joints
+    contact: object            # robot_dynamics.contact.ContactModel (empty: nothing touches)
     plausibility: Plausibility  # what a published state must pass (the dynamics node's rule for its inputs)
     notes: tuple               # warnings worth logging once (e.g. an initial position beyond a limit)
     drives: Drives             # what the drives read besides the state (nodes.simulator_inputs.drive_torques)
@@ -262,6 +274,7 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
     if not rate <= STEP_ANGLE * s.physics_rate:
         raise ValueError(f"physics_rate {s.physics_rate:g} Hz is too slow for {fastest} ({rate:.4g} 1/s): a step may "
                          f"span at most {STEP_ANGLE:g}/rate, so physics_rate must be at least {rate / STEP_ANGLE:.4g} Hz")
+    contact = contact_model(model, s, s.friction_velocity)
     notes = tuple(
         f"initial position of {model.joint_names[i]} ({q0[i]:g}) is outside its limits "
         f"[{lower[i]:g}, {upper[i]:g}]: the limit will push it back"
@@ -269,7 +282,7 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
     )
     return Plan(base=base, model=model, settings=s, command_index=command_index, command_names=tuple(command_names),
                 state_index=state_index, state_names=state_names, coupled_map=coupled_map, index=index, q0=q0, qd0=qd0, stiffness=stiffness,
-                plausibility=plausibility, notes=notes, drives=Drives(model))
+                plausibility=plausibility, notes=notes, drives=Drives(model), contact=contact)
 
 
 def fastest_rate(model, stiffness: tuple) -> tuple[float, str]:
@@ -306,11 +319,13 @@ def fastest_rate(model, stiffness: tuple) -> tuple[float, str]:
     return rate, what
 
 
-def configure(simulator, s: Settings) -> None:
-    """Set ``simulator``'s integrator, friction and limit switches from the settings."""
+def configure(simulator, s: Settings, contact=None) -> None:
+    """Set ``simulator``'s integrator, friction and limit switches (and ``contact``, when given) from the settings."""
     simulator.integrator = s.integrator
     simulator.apply_damping = s.apply_damping
     simulator.apply_friction = s.apply_friction
     simulator.friction_velocity = s.friction_velocity
     simulator.enforce_effort_limits = s.enforce_effort_limits
     simulator.enforce_position_limits = s.enforce_position_limits
+    if contact is not None:
+        simulator.contact = contact

@@ -77,8 +77,34 @@ def library_table(quick):
                     sim.step(hold, DT)
 
             row[integrator] = _median_us(steps, 1, repeat) / number
+        for case, contact in contact_cases(model, pose).items():
+            sim = Simulator(model, pose, contact=contact)
+            sim.step(hold, DT)
+
+            def steps(sim=sim):
+                sim.reset(pose)
+                for _ in range(number):
+                    sim.step(hold, DT)
+
+            row[case] = _median_us(steps, 1, repeat) / number
         rows.append(row)
     return rows
+
+
+def contact_cases(model, pose):
+    """The rk4 step with contact on (robot_dynamics.contact): two spheres on the last link and a floor
+    far below them ("contact, apart"), and with one sphere pressed 1 mm into a wall ("contact, touching")."""
+    from robot_dynamics.contact import ContactModel
+    from robot_dynamics.observer import tip_frame
+
+    link = tip_frame(model)
+    centre = rd.frame_pose(model, pose, link)[:3, 3]
+    spheres = [(link, (0.0, 0.0, 0.0), 0.02), (link, (0.0, 0.0, -0.05), 0.02)]
+    return {
+        "rk4 contact apart": ContactModel(planes=[((0.0, 0.0, -10.0), (0.0, 0.0, 1.0))], spheres=spheres),
+        "rk4 contact touching": ContactModel(planes=[(centre + (0.019, 0.0, 0.0), (-1.0, 0.0, 0.0))],
+                                             spheres=spheres[:1]),
+    }
 
 
 def print_library_table(rows):
@@ -89,6 +115,13 @@ def print_library_table(rows):
     for r in rows:
         print(f"| {r['robot']} | {r['nv']} | {r['fd']:.1f} | {r['euler']:.1f} | {r['semi_implicit_euler']:.1f} | "
               f"{r['rk4']:.1f} | {r['rk4'] / r['fd']:.1f} | {1e3 * DT * 1e3 / r['rk4']:.1f}x |")
+    print("\nIn process: the rk4 step with contact on (two spheres on the tip link), microseconds (median)")
+    print("| robot | rk4 step | contact, apart | ratio | contact, touching | ratio |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        apart, touching = r["rk4 contact apart"], r["rk4 contact touching"]
+        print(f"| {r['robot']} | {r['rk4']:.1f} | {apart:.1f} | {apart / r['rk4']:.2f} | {touching:.1f} | "
+              f"{touching / r['rk4']:.2f} |")
 
 
 def _cpu_seconds(pid):

@@ -1,0 +1,182 @@
+"""The dynamics node's contact outputs: external_torques, external_wrench_estimate, collision, ~/reset_collision.
+
+The logic is :mod:`~robot_dynamics.nodes.contact_plan` (no rclpy); this module owns the publishers and
+the service, and :class:`ContactOutputs` is what the dynamics node calls: ``install`` with each plan,
+``take_efforts`` with each joint_states message, ``observe`` with each fresh state (before the command
+is published, so that a collision changes the same message's command), ``command`` on effort_command,
+``status`` for /diagnostics.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import WrenchStamped
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
+from std_srvs.srv import Trigger
+
+import robot_dynamics as rd
+
+from .contact_messages import EffortWriter, WrenchWriter
+from .contact_plan import CollisionDetector, EffortTracker, stamp_seconds
+from .parameters import Rejected
+from .safety import cut
+
+__all__ = ["ContactOutputs"]
+
+OUTPUT_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+#: collision: a late subscriber gets the current flag
+LATCHED_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+class ContactOutputs:
+    """See the module docstring."""
+
+    def __init__(self, node):
+        self.node = node
+        self.plan = None  # the ContactPlan in use (None: off)
+        self._publishers = None
+        self._observer = self._efforts = self._detector = None
+        self._state = None
+        self._latched = False  # the gravity-hold reaction holds until ~/reset_collision
+        self._published_flag = None
+        self._n_published = 0
+        node.create_service(Trigger, "~/reset_collision", self._on_reset)
+
+    # --- configuration -------------------------------------------------------------------------------
+    def install(self, plan) -> None:
+        contact = plan.contact
+        self.plan, self._node_plan = contact, plan
+        if contact is None:
+            self._observer = self._detector = None
+            return
+        self._observer = contact.observer(plan.model)
+        if self._efforts is None or self._efforts.index != {n: i for i, n in enumerate(plan.model.joint_names)}:
+            self._efforts = EffortTracker(plan.model.joint_names)
+        self._detector = (CollisionDetector(contact.thresholds, contact.settings.collision_release,
+                                            contact.settings.collision_min_duration)
+                          if len(contact.thresholds) else None)
+        if self._publishers is None:
+            node = self.node
+            self._publishers = (node.create_publisher(JointState, "external_torques", OUTPUT_QOS),
+                                node.create_publisher(WrenchStamped, "external_wrench_estimate", OUTPUT_QOS),
+                                node.create_publisher(Bool, "collision", LATCHED_QOS))
+        self._unsigned = bool((contact.sign == 1.0).all())
+        self._torques = EffortWriter(plan.names)
+        self._wrench = WrenchWriter(contact.frame)
+        s = contact.settings
+        if s.collision_reaction == "gravity" and s.command_source == "none":
+            self.node.get_logger().warn("collision.reaction gravity: command_source is none, so there is no "
+                                        "effort_command to switch to the gravity hold")
+        if self._detector is not None and self._published_flag is None:
+            self._publish_flag(False)
+
+    # --- per message -----------------------------------------------------------------------------------
+    def take_efforts(self, names, effort, now: int) -> None:
+        if self.plan is None:
+            return
+        try:
+            self._efforts.update(names, effort, now)
+        except Rejected as exc:
+            self.node.problem("effort", cut(str(exc)), now, DiagnosticStatus.WARN)
+
+    def observe(self, plan, state, stamp, now: int) -> None:
+        """The observer's step on the state just merged, and the outputs; nothing without fresh inputs."""
+        if self.plan is None:
+            return
+        self._state = state
+        limit = now - plan.state_timeout_ns
+        missing = self._efforts.missing(limit, plan.model.joint_names)
+        if not missing and state.qd_ns.min() < limit:
+            missing = state.missing(state.qd_ns, now, "velocity")
+        if missing:
+            self.node.problem("external_torque", cut("no external torques: " + missing), now, DiagnosticStatus.WARN)
+            self._observer.reset()  # the torque over the gap is unknown: start over once it is back
+            return
+        sec, nanosec = stamp.sec, stamp.nanosec
+        t = stamp_seconds(sec, nanosec, now)
+        effort = self._efforts.effort if self._unsigned else self.plan.sign * self._efforts.effort
+        try:
+            r = self._observer.update(t, state.q, state.qd, effort)
+        except ValueError as exc:
+            self.node.problem("external_torque", cut(f"no external torques: {exc}"), now)
+            self._observer.reset()
+            return
+        torques_pub, wrench_pub, _ = self._publishers
+        r_out = r if plan.full else r[plan.out]
+        torques_pub.publish(self._torques.serialize(sec, nanosec, r_out))
+        wrench_pub.publish(self._wrench.serialize(sec, nanosec, self._observer.wrench))
+        self._n_published += 1
+        if self._detector is not None:
+            self._detect(plan, t, r_out, now)
+
+    def _detect(self, plan, t: float, residual: np.ndarray, now: int) -> None:
+        detector = self._detector
+        change = detector.update(t, residual)
+        if change is None:
+            return
+        self._publish_flag(change)
+        log = self.node.get_logger()
+        if change:
+            joints = {plan.names[i]: round(float(residual[i]), 3) for i in detector.joints}
+            reaction = self.plan.settings.collision_reaction
+            if reaction == "gravity":
+                self._latched = True
+            self.node.problem("collision", cut(f"collision: external torque beyond the threshold on {joints} "
+                                               f"(reaction: {reaction})"), now, DiagnosticStatus.WARN)
+            log.warn(cut(f"collision at t = {t:.4f} s: external torques {joints} beyond collision.thresholds; "
+                         f"reaction {reaction}"))
+        else:
+            peak = {plan.names[i]: round(float(detector.peak[i]), 3) for i in range(len(residual))}
+            log.info(cut(f"collision over at t = {t:.4f} s; peak |external torque| {peak}"))
+
+    def _publish_flag(self, value: bool) -> None:
+        self._published_flag = value
+        self._publishers[2].publish(Bool(data=bool(value)))
+
+    def command(self, plan, tau_out: np.ndarray) -> np.ndarray:
+        """effort_command's torques (output order): the gravity hold while the reaction holds, else ``tau_out``."""
+        if not self._latched or self._state is None:
+            return tau_out
+        return rd.gravity_torques(plan.model, self._state.q)[plan.out]
+
+    # --- service, diagnostics ----------------------------------------------------------------------------
+    def _on_reset(self, request, response):
+        detector = self._detector
+        if detector is not None and detector.active:
+            response.success = False
+            response.message = "the collision lasts: the external torques are still beyond the release level"
+            return response
+        was = self._latched
+        self._latched = False
+        response.success = True
+        response.message = "collision reaction released" if was else "no collision reaction was active"
+        self.node.get_logger().info(response.message)
+        return response
+
+    def status(self, now: int, period: float):
+        """The ``contact`` diagnostics status, or None when off."""
+        if self.plan is None:
+            return None
+        recent = self.node.recent_problems(now)
+        values = [("external_torques rate (Hz)", f"{self._n_published / period:.1f}"),
+                  ("frame", self.plan.frame), ("gain (1/s)", f"{self.plan.settings.external_torque_gain:g}")]
+        self._n_published = 0
+        level, text = DiagnosticStatus.OK, "estimating external torques"
+        detector = self._detector
+        if detector is not None:
+            values.append(("collision", str(detector.active)))
+            if detector.active or self._latched:
+                peak = {self._node_plan.names[i]: round(float(detector.peak[i]), 3) for i in detector.joints}
+                level, text = DiagnosticStatus.WARN, f"collision on {peak} (peak |external torque|)"
+                if self._latched:
+                    text += "; effort_command holds gravity until ~/reset_collision"
+            values.append(("reaction", self.plan.settings.collision_reaction + (" (holding)" if self._latched else "")))
+        for kind in ("external_torque", "effort"):
+            if kind in recent:
+                lvl, txt, _ = recent[kind]
+                level, text = max(level, lvl), txt
+        return ("contact", level, text, values)

@@ -1,0 +1,120 @@
+"""Collision detection (nodes/contact_plan.py, no ROS) on the observer, against simulator truth.
+
+The loop is the dynamics node's at 1 kHz: computed torque (exact model) holds or moves Panda-7, the
+simulator reports the applied effort with each state, the observer and the detector take it.
+"""
+
+import numpy as np
+import pytest
+
+import robot_dynamics as rd
+from robot_dynamics import control
+from robot_dynamics.nodes.contact_plan import (
+    CollisionDetector, EffortTracker, Rejected, coerce_contact, compile_contact,
+)
+from robot_dynamics.nodes.dynamics_plan import Settings, make_plan as compile_plan
+from robot_dynamics.observer import MomentumObserver
+from robot_dynamics.simulation import Simulator
+from robot_dynamics.tools.benchmarks.robots import panda7_urdf
+
+HOME = np.array([0.1, -0.4, 0.2, -2.0, 0.3, 1.8, 0.6])
+DT = 1e-3
+
+
+@pytest.fixture(scope="module")
+def panda():
+    return rd.load_urdf(panda7_urdf())
+
+
+def run(panda, seconds, wrench_at=None, wrench=None, swing=0.0, thresholds=0.5, gain=50.0):
+    """Computed torque (kp 100, kd 20) around HOME (+ a swing on every joint); the wrench on panda_hand
+    from ``wrench_at`` s on.  Returns the times, residuals, the flag per step and the true J^T F."""
+    sim = Simulator(panda, q=HOME, enforce_position_limits=False)
+    observer = MomentumObserver(panda, gain, frame="panda_hand")
+    detector = CollisionDetector(np.full(7, thresholds), 0.5, 0.005)
+    omega = np.linspace(1.0, 2.5, 7)
+    times, residuals, flags, truths, wrenches = [], [], [], [], []
+    for k in range(int(round(seconds / DT))):
+        t = sim.t
+        q_d = HOME + swing * np.sin(omega * t)
+        qd_d = swing * omega * np.cos(omega * t)
+        qdd_d = -swing * omega ** 2 * np.sin(omega * t)
+        tau = control.computed_torque(rd.mass_matrix(panda, sim.q), rd.bias_forces(panda, sim.q, sim.qd), qdd_d,
+                                      q_d - sim.q, qd_d - sim.qd, 100.0, 20.0)
+        applied = {"panda_hand": wrench} if wrench_at is not None and t >= wrench_at - 1e-12 else None
+        sim.step(tau, DT, external_wrenches=applied)
+        r = observer.update(sim.t, sim.q, sim.qd, sim.applied_effort)
+        detector.update(sim.t, r)
+        times.append(sim.t)
+        residuals.append(r)
+        flags.append(detector.active)
+        truths.append(rd.jacobian(panda, sim.q, "panda_hand").T @ wrench if applied else np.zeros(7))
+        wrenches.append(observer.wrench.copy())
+    return np.array(times), np.array(residuals), np.array(flags), np.array(truths), np.array(wrenches)
+
+
+def test_constant_20_N_at_the_tool_of_an_arm_held_by_computed_torque(panda):
+    """Goal: external torques within 2 % (+0.02 N m) of J^T F, the wrench's force within 3 %."""
+    force = np.array([0.0, 0.0, 0.0, 12.0, -10.0, 12.5])  # |f| = 20 N
+    assert np.linalg.norm(force[3:]) == pytest.approx(20.0, rel=1e-3)
+    _, residuals, _, truths, wrenches = run(panda, 1.0, wrench_at=0.2, wrench=force, thresholds=1e9)
+    r, truth = residuals[-1], truths[-1]
+    assert np.all(np.abs(r - truth) <= 0.02 * np.abs(truth) + 0.02)
+    assert np.linalg.norm(wrenches[-1][3:] - force[3:]) <= 0.03 * 20.0
+
+
+def test_collision_within_20_ms_of_a_30_N_step(panda):
+    step = np.array([0.0, 0.0, 0.0, 0.0, 30.0, 0.0])
+    times, _, flags, _, _ = run(panda, 0.6, wrench_at=0.5, wrench=step)
+    assert not flags[times < 0.5].any()
+    first = times[np.argmax(flags)]
+    assert flags.any() and first - 0.5 <= 0.020
+    assert first - 0.5 >= 0.005 - 1e-9  # the minimum duration is honoured
+
+
+def test_no_false_positive_over_60_s_of_free_motion(panda):
+    times, residuals, flags, _, _ = run(panda, 60.0, swing=0.4)
+    assert not flags.any()
+    assert np.abs(residuals).max() < 0.05  # an order of magnitude below the 0.5 N m thresholds
+
+
+def test_detector_hysteresis_and_minimum_duration():
+    detector = CollisionDetector(np.array([1.0, 2.0]), 0.5, 0.003)
+    changes = [detector.update(t * 1e-3, np.array([r, 0.0])) for t, r in enumerate(
+        [0.0, 1.5, 0.2, 1.5, 1.5, 1.5, 1.5, 0.9, 0.6, 0.4, 0.4])]
+    # a single sample over (t = 1 ms) is not a collision; 3 ms over (t = 3..6 ms) is; it lasts until below 0.5
+    assert changes == [None, None, None, None, None, None, True, None, None, False, None]
+    assert detector.joints == [0] and detector.peak[0] == 1.5
+
+
+def test_parameters_are_checked_by_name(panda):
+    with pytest.raises(ValueError, match="collision.thresholds must be > 0"):
+        coerce_contact("collision_thresholds", [1.0, -1.0])
+    with pytest.raises(ValueError, match="external_torque.effort_sign must be"):
+        coerce_contact("external_torque_effort_sign", [0.5])
+    with pytest.raises(ValueError, match="collision.reaction must be one of none, gravity"):
+        coerce_contact("collision_reaction", "retract")
+    with pytest.raises(ValueError, match="collision.thresholds has 2 values"):
+        compile_plan(panda, Settings(external_torque_enabled=True, collision_thresholds=(1.0, 1.0)))
+    with pytest.raises(ValueError, match="needs external_torque.enabled"):
+        compile_plan(panda, Settings(collision_thresholds=(1.0,) * 7))
+    with pytest.raises(ValueError, match="external_torque.frame 'nowhere'"):
+        compile_plan(panda, Settings(external_torque_enabled=True, external_torque_frame="nowhere"))
+    plan = compile_plan(panda, Settings(external_torque_enabled=True, joints=tuple(reversed(panda.joint_names)),
+                                        external_torque_effort_sign=(1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0)))
+    assert plan.contact.frame == "panda_hand_tcp"
+    assert plan.contact.sign.tolist() == [-1.0, 1, 1, 1, 1, 1, 1]  # the last output joint is panda_joint1
+    assert compile_contact(panda, np.arange(7), Settings()) is None
+
+
+def test_efforts_merge_by_name_and_non_finite_ones_are_refused():
+    tracker = EffortTracker(["a", "b", "c"])
+    tracker.update(["c", "x", "a"], [3.0, 9.0, 1.0], 10)
+    assert tracker.effort.tolist() == [1.0, 0.0, 3.0]
+    assert tracker.missing(5, ["a", "b", "c"]) == "effort never received for ['b']"
+    with pytest.raises(Rejected, match=r"non-finite effort of \['b'\]"):
+        tracker.update(["a", "b"], [2.0, float("nan")], 20)
+    assert tracker.effort.tolist() == [2.0, 0.0, 3.0]
+    assert tracker.missing(15, ["a", "b", "c"]) == "effort never received for ['b']; effort older than state_timeout for ['c']"
+    tracker.update(["a"], [], 30)  # no efforts: nothing changes
+    assert tracker.effort_ns[0] == 20

@@ -1,0 +1,45 @@
+"""``robot-dynamics demo-contact``: the run's story holds, in numbers."""
+
+import numpy as np
+import pytest
+
+from robot_dynamics import cli
+from robot_dynamics.tools import contact_demo
+
+
+@pytest.fixture(scope="module")
+def run():
+    return contact_demo.run(duration=3.0, approach_time=2.5, threshold=1.5)  # the impact alone stays below
+
+
+def test_touch_estimate_collision_and_gravity_hold(run):
+    touching = np.linalg.norm(run.force, axis=1) > 0
+    assert touching.any()
+    first = np.argmax(touching)
+    assert np.abs(run.residual[:first]).max() < 0.01  # free motion, exact model: no external torque
+    assert not run.collision[:first].any()
+    detected = np.argmax(run.collision)
+    assert run.collision.any() and 0.05 < run.t[detected] - run.t[first] < 1.0  # the servo presses, then it fires
+    assert run.holding[detected:].all() and not run.holding[:detected].any()
+    # pressing (after one observer time constant past the impact, before the hold): the estimate follows the truth
+    settled = touching & ~run.holding & (run.t > run.t[first] + 5 / contact_demo.GAIN)
+    assert settled.sum() > 100
+    error = np.linalg.norm(run.estimate[settled] - run.force[settled], axis=1)
+    assert error.max() < 0.05 * np.linalg.norm(run.force[settled], axis=1).max() + 0.05
+    # the gravity hold stops the push: 0.5 s later the tool no longer presses
+    assert np.linalg.norm(run.force[min(detected + 500, len(run.t) - 1)]) < 0.5
+
+
+def test_summary_and_plot(run, tmp_path):
+    lines = contact_demo.summary_lines(run)
+    assert lines[0].startswith("tool touched the wall at t = ")
+    assert lines[1].startswith("collision declared at t = ") and "arm7_joint" in lines[1]
+    pytest.importorskip("matplotlib")
+    contact_demo.plot(tmp_path / "demo.png", run)
+    assert (tmp_path / "demo.png").stat().st_size > 10_000
+
+
+def test_bad_argument_is_one_line(capsys):
+    assert cli.main(["demo-contact", "--duration", "0", "--no-plot"]) == 1
+    error = capsys.readouterr().err.strip()
+    assert "must be positive" in error and "\n" not in error

@@ -1,0 +1,243 @@
+"""Contact over real ROS 2 topics: the dynamics node's external torques, wrench estimate, collision and
+reaction against the simulator node's applied wrench, bad efforts, and the simulator's contact_wrenches.
+
+Processes: simulator_node (Panda-7 at rest, no damping or friction) with a dynamics_node that holds it
+still by computed torque and estimates the external torques; a second dynamics_node fed by this test
+(bad efforts); a simulator_node with a pendulum resting on a floor.  Accuracy and timing goals are
+measured in process (test_collision.py); here the topics, conventions and the reaction are checked.
+"""
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy is not installed (pip install .[ros])")
+
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from geometry_msgs.msg import WrenchStamped  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Bool, Float64MultiArray  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+
+import robot_dynamics as rd  # noqa: E402
+from robot_dynamics.tools.benchmarks.robots import panda7_urdf  # noqa: E402
+
+from ros_helpers import NodeProcess, RosHarness, wait_until, write_params  # noqa: E402
+
+HOME = [0.1, -0.4, 0.2, -2.0, 0.3, 1.8, 0.6]
+START_TIMEOUT = 60.0
+DYNAMICS = "/robot_dynamics"
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return rd.load_urdf(panda7_urdf())
+
+
+@pytest.fixture(scope="module")
+def harness():
+    ros = RosHarness("contact_probe")
+    yield ros
+    ros.close()
+
+
+@pytest.fixture(scope="module")
+def loop(tmp_path_factory, harness, model):
+    """Simulator + dynamics node in closed loop, the desired state HOME published at 100 Hz."""
+    tmp = tmp_path_factory.mktemp("contact")
+    sim_params = write_params(tmp / "sim.yaml", {
+        "robot_description": panda7_urdf(), "initial_positions": HOME, "apply_damping": False,
+        "apply_friction": False, "command_timeout": 0.0, "publish_rate": 1000.0,
+        "publish_clock": True,  # stamps in simulated time: never re-anchored when a busy machine makes it lag
+    })
+    dyn_params = write_params(tmp / "dyn.yaml", {
+        "robot_description": panda7_urdf(), "command_source": "computed", "publish_mass_matrix": False,
+        "external_torque.enabled": True, "external_torque.frame": "panda_hand",
+        "collision.thresholds": [100.0] * 7, "collision.reaction": "gravity",
+    })
+    simulator = NodeProcess("simulator_node", tmp / "sim.log", sim_params)
+    dynamics = NodeProcess("dynamics_node", tmp / "dyn.log", dyn_params)
+    states = harness.collect(JointState, "joint_states")
+    torques = harness.collect(JointState, "external_torques", qos=10)
+    wrenches = harness.collect(WrenchStamped, "external_wrench_estimate", qos=10)
+    commands = harness.collect(Float64MultiArray, "effort_command", qos=10)
+    flags = harness.collect(Bool, "collision", qos=LATCHED)
+    desired = harness.publisher(JointTrajectory, "desired_state")
+    wrench = harness.publisher(WrenchStamped, "external_wrench")
+    point = JointTrajectoryPoint(positions=HOME, velocities=[0.0] * 7, accelerations=[0.0] * 7)
+    timer = harness.node.create_timer(0.01, lambda: desired.publish(
+        JointTrajectory(joint_names=list(model.joint_names), points=[point])))
+    try:
+        torques.wait_for(timeout=START_TIMEOUT, what="external_torques from the dynamics node")
+        harness.wait_for_subscriber(wrench)
+        yield dict(simulator=simulator, dynamics=dynamics, states=states, torques=torques, wrenches=wrenches,
+                   commands=commands, flags=flags, wrench=wrench, tmp=tmp)
+    finally:
+        harness.node.destroy_timer(timer)
+        for process in (dynamics, simulator):
+            assert process.stop() == 0, process.log()
+
+
+def send_wrench(publisher, force):
+    """The wrench on panda_hand, sent three times (the simulator's subscription is best effort)."""
+    msg = WrenchStamped()
+    msg.header.frame_id = "panda_hand"
+    msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = map(float, force)
+    for _ in range(3):
+        publisher.publish(msg)
+        time.sleep(0.005)
+
+
+def by_name(msg, names, field="position"):
+    values = dict(zip(msg.name, getattr(msg, field)))
+    return np.array([values[n] for n in names])
+
+
+def test_20_N_at_the_tool_is_estimated_as_torques_and_as_a_wrench(loop, model):
+    """The goals' 2 % / 3 % are measured in process (test_collision.py); over ROS on a shared machine a
+    joint_states message the dynamics node drops leaves the observer a gap over which the simulator's
+    command changed: the topics and conventions are checked here, with 5 % + 0.05 N m."""
+    force = np.array([12.0, -10.0, 12.5])
+    send_wrench(loop["wrench"], force)
+    try:
+        estimate_checked(loop, model, force)
+    finally:
+        send_wrench(loop["wrench"], (0, 0, 0))
+
+
+def estimate_checked(loop, model, force):
+    time.sleep(1.0)  # 50 observer time constants
+    states = {(m.header.stamp.sec, m.header.stamp.nanosec): m for m in loop["states"].messages[-2000:]}
+    msg, state = next((m, states[(m.header.stamp.sec, m.header.stamp.nanosec)])
+                      for m in reversed(loop["torques"].messages[-200:])
+                      if (m.header.stamp.sec, m.header.stamp.nanosec) in states)  # the state it was computed from
+    assert list(msg.name) == list(model.joint_names)
+    q = by_name(state, model.joint_names)
+    truth = rd.jacobian(model, q, "panda_hand").T @ np.concatenate((np.zeros(3), force))
+    r = np.array(msg.effort)
+    assert np.abs(q - HOME).max() > 0.01  # the arm gives way a little under the force
+    assert np.all(np.abs(r - truth) <= 0.05 * np.abs(truth) + 0.05), (r, truth)
+    estimate = loop["wrenches"].messages[-1]
+    assert estimate.header.frame_id == "panda_hand"
+    f = estimate.wrench.force
+    assert np.linalg.norm(np.array([f.x, f.y, f.z]) - force) <= 0.05 * np.linalg.norm(force)
+    assert loop["flags"].messages[-1].data is False
+
+
+def test_a_30_N_step_is_a_collision_and_the_reaction_holds_gravity_until_reset(loop, harness, model):
+    results = harness.set_parameters(DYNAMICS, {"collision.thresholds": [2.0] * 7})
+    assert all(r.successful for r in results), [r.reason for r in results]
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    send_wrench(loop["wrench"], (0.0, 30.0, 0.0))
+    loop["flags"].wait_for(lambda m: m.data, timeout=5.0, what="collision true", since=t0)
+    refused = harness.call(Trigger, f"{DYNAMICS}/reset_collision", Trigger.Request())
+    assert not refused.success and "still beyond" in refused.message
+    t1 = time.monotonic()
+    send_wrench(loop["wrench"], (0, 0, 0))  # the arm floats free under the gravity hold (the simulator has no damping)
+    loop["flags"].wait_for(lambda m: not m.data, timeout=5.0, what="collision false", since=t1)
+    log = loop["dynamics"].wait_log("collision over at t =")
+    assert "beyond collision.thresholds; reaction gravity" in log and "peak |external torque|" in log
+    # the collision is over, the reaction holds: effort_command is the gravity hold of the measured state
+    t2 = time.monotonic()
+    loop["commands"].wait_for(lambda m: True, since=t2, what="effort_command after the collision")
+    for _ in range(3):
+        command, state = np.array(loop["commands"].messages[-1].data), loop["states"].messages[-1]
+        g = rd.gravity_torques(model, by_name(state, model.joint_names))
+        if np.abs(command - g).max() < 0.1:
+            break
+        time.sleep(0.05)
+    assert np.abs(command - g).max() < 0.1, (command, g)  # (the state and command a message or two apart)
+    released = harness.call(Trigger, f"{DYNAMICS}/reset_collision", Trigger.Request())
+    assert released.success and "released" in released.message
+    t3 = time.monotonic()
+    time.sleep(3.0)  # computed torque again: back home
+    state = loop["states"].messages[-1]
+    assert loop["states"].times[-1] > t3
+    np.testing.assert_allclose(by_name(state, model.joint_names), HOME, atol=5e-3)
+
+
+@pytest.fixture(scope="module")
+def fed(tmp_path_factory, harness, model):
+    """A dynamics node in namespace /fed that only this test feeds with joint states."""
+    tmp = tmp_path_factory.mktemp("fed")
+    params = write_params(tmp / "dyn.yaml", {"robot_description": panda7_urdf(), "external_torque.enabled": True})
+    process = NodeProcess("dynamics_node", tmp / "dyn.log", params, namespace="fed")
+    states = harness.publisher(JointState, "/fed/joint_states")
+    torques = harness.collect(JointState, "/fed/external_torques", qos=10)
+    gravity = harness.collect(JointState, "/fed/gravity_torques", qos=10)
+    diagnostics = harness.collect(DiagnosticArray, "/diagnostics", qos=10)
+    try:
+        harness.wait_for_subscriber(states, timeout=START_TIMEOUT)
+        yield dict(process=process, states=states, torques=torques, gravity=gravity, diagnostics=diagnostics)
+    finally:
+        assert process.stop() == 0, process.log()
+
+
+def test_bad_efforts_publish_nothing_and_say_why(fed, model):
+    names = list(model.joint_names)
+    g = rd.gravity_torques(model, HOME)
+
+    def send(effort, t):
+        msg = JointState(name=names, position=HOME, velocity=[0.0] * 7, effort=effort)
+        msg.header.stamp.sec, msg.header.stamp.nanosec = int(t), int((t % 1) * 1e9)
+        fed["states"].publish(msg)
+
+    # missing efforts: the other outputs come, external_torques not
+    def stream(effort, seconds, start):
+        for k in range(int(seconds / 0.002)):
+            send(effort, start + 0.002 * k)
+            time.sleep(0.002)
+        return start + seconds
+
+    t = stream([], 1.0, 100.0)
+    assert fed["gravity"].messages, "the dynamics node published nothing"
+    assert not fed["torques"].messages
+    fed["process"].wait_log("effort never received")
+    # held with the holding torque: r = 0
+    t = stream(list(g), 1.0, t)
+    fed["torques"].wait_for(timeout=5.0)
+    assert np.abs(np.array(fed["torques"].messages[-1].effort)).max() < 1e-6
+    # a NaN effort: refused by name, nothing from it
+    count = len(fed["torques"].messages)
+    bad = list(g)
+    bad[2] = math.nan
+    t = stream(bad, 0.3, t)
+    fed["process"].wait_log("non-finite effort of ['panda_joint3']")
+    # stale: positions keep coming, efforts stop; after state_timeout (0.1 s) nothing more is published
+    t = stream(list(g), 0.3, t)
+    count = len(fed["torques"].messages)
+    t = stream([], 1.0, t)
+    fed["process"].wait_log("effort older than state_timeout")
+    assert len(fed["torques"].messages) - count < 0.15 / 0.002  # at most the messages within state_timeout
+
+    def contact_status(array):
+        return any(s.name.endswith(": contact") and "effort" in s.message for s in array.status)
+    fed["diagnostics"].wait_for(contact_status, timeout=5.0, what="a contact diagnostics status about efforts")
+
+
+def test_the_simulator_publishes_the_true_contact_wrench(tmp_path_factory, harness):
+    """A pendulum resting on a floor (test_contact.py's closed form) through simulator_node's parameters."""
+    tmp = tmp_path_factory.mktemp("pendulum")
+    params = write_params(tmp / "sim.yaml", {
+        "robot_description": rd.examples.PENDULUM_URDF, "initial_positions": [math.pi / 2 - 0.05],
+        "contact.planes": [0.0, 0.0, -0.05, 0.0, 0.0, 1.0], "contact.links": ["link"],
+        "contact.spheres": [0.0, 0.0, -1.0, 0.05], "apply_damping": False, "apply_friction": False,
+    })
+    process = NodeProcess("simulator_node", tmp / "sim.log", params, namespace="pendulum")
+    wrenches = harness.collect(WrenchStamped, "/pendulum/contact_wrenches", qos=10)
+    try:
+        wrenches.wait_for(timeout=START_TIMEOUT, what="contact_wrenches")
+        time.sleep(3.0)  # at rest
+        last = wrenches.messages[-1]
+        assert last.header.frame_id == "link"
+        assert last.wrench.force.z == pytest.approx(9.81, rel=1e-3)
+        assert abs(last.wrench.force.x) < 1e-3 and abs(last.wrench.torque.y - 9.81) < 0.02  # (c - o) x f = (0, -x f_z, 0) at x ~ -1
+    finally:
+        assert process.stop() == 0, process.log()
+    wait_until(lambda: True)
