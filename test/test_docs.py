@@ -78,7 +78,7 @@ RUN_ELSEWHERE = {
     # motors and gears: the command needs the URDF the page shows, the demo takes a while
     "robot-dynamics info geared_link.urdf": "test/test_motors.py::test_docs_commands_run",
     "robot-dynamics demo-elastic --output out/robot_dynamics_elastic_demo.png": "test/test_motors.py::test_docs_commands_run",
-    # ros2 launch: test_launch.py makes the call of ros2launch that `ros2 launch` makes
+    # ros2 launch: test_launch.py includes the launch file with these arguments in a launch service, as `ros2 launch` does
     "ros2 launch robot_dynamics dynamics.launch.py urdf:=/path/to/my_robot.urdf":
         "test/test_launch.py::test_dynamics_launch_turns_joint_states_into_gravity_torques",
     "ros2 launch robot_dynamics dynamics.launch.py urdf:=arm7_gripper":

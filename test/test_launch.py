@@ -1,15 +1,29 @@
-"""launch/*.launch.py under the real ROS 2 ``launch``/``launch_ros``, as ``ros2 launch`` runs them.
+"""launch/*.launch.py under the real ROS 2 ``launch``/``launch_ros``, with ``launch_pytest``.
 
 ``launch`` and ``launch_ros`` are not on PyPI: ``./dev test`` runs this file in its own venv
 (.venv-launch, with the wheels of ../shared/wheels/ros2-launch and pytest < 8.4) against a colcon
 workspace of the package (.launch-ws), so robot_dynamics, the launch files and the executables all
-come from the ROS 2 install layout. Elsewhere it skips with that reason.
+come from the ROS 2 install layout. Elsewhere it skips with that reason (CI fails instead).
 
-Each test starts ``ros2 launch robot_dynamics <file> <args>`` — the same call of ``ros2launch``
-that command makes — in its own process group, talks to the nodes from a probe node in this
-process, then ends the launch the way a terminal's Ctrl-C does (SIGINT to the whole group) and
-checks that every node finished cleanly. Every wait has a deadline, and the group is killed at
-the end whatever happened, so a broken launch fails the test instead of hanging it.
+What the launched graph does is tested with ``launch_pytest``: each test has its own
+``@launch_pytest.fixture``, a LaunchDescription that includes the package's launch file with the
+test's arguments and ends in ``ReadyToTest()``; the test (``@pytest.mark.launch(fixture=...)``)
+talks to the nodes from a probe node spinning in a thread, waiting on its messages with deadlines.
+The fixture's event handlers (OnProcessStart/IO/Exit) record every node's process, output and exit
+status, because the launch files create their nodes inside an OpaqueFunction (after checking the
+arguments), where the test cannot hand the actions to ``launch_pytest.tools.process``, and
+launch_ros nodes do not cache their output. After the test part (the generator's ``yield``)
+launch_pytest shuts the launch down; every node must then have exited 0 and be gone.
+
+What the ``ros2 launch`` program itself does stays a subprocess test of the call ``ros2 launch``
+makes (``ros2launch.api.launch_a_launch_file``), in its own process group: a bad argument ends
+the program with an exit status and a message naming it, before any process starts (launch_pytest
+runs the description in the test's own launch service, which has no exit status of a program and
+whose errors end the fixture, not the test); a node ending ends the program; a terminal's Ctrl-C
+(SIGINT to the whole group, not launch's own shutdown) ends every node cleanly with exit status 0;
+and the first launch from an empty numba cache compiles once, in the launch process before any
+node starts (that needs the program's whole output, its own and the compile's, in order).
+Every wait has a deadline, and each subprocess group is killed at the end whatever happened.
 """
 
 import os
@@ -35,6 +49,12 @@ except (ImportError, LookupError, ValueError, OSError) as error:
                 ".venv-launch when ../shared/wheels/ros2-launch exists (./dev launch-test alone)",
                 allow_module_level=True)
 
+import launch_pytest  # noqa: E402
+from launch import LaunchDescription  # noqa: E402
+from launch.actions import IncludeLaunchDescription, RegisterEventHandler, SetEnvironmentVariable  # noqa: E402
+from launch.event_handlers import OnProcessExit, OnProcessIO, OnProcessStart  # noqa: E402
+from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
+from launch_pytest.actions import ReadyToTest  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
@@ -82,6 +102,9 @@ class Launch:
     def output(self):
         return self.log_path.read_text(errors="replace")
 
+    def ended(self):
+        return self.process.poll() is not None
+
     def members(self):
         """The processes still in the launch's process group (the launch and its nodes)."""
         found = []
@@ -116,6 +139,61 @@ class Launch:
         self._log.close()
 
 
+class LaunchedGraph:
+    """A launch file included in a launch_pytest fixture's description, and what its nodes do, as
+    the launch's event handlers see it: each node's process, output lines and exit status."""
+
+    def __init__(self, tmp_path, launch_file, *arguments):
+        self.lines = []        # "[node-N] line" as ros2 launch prints them
+        self.pids = {}         # "node-N" -> pid
+        self.exits = {}        # "node-N" -> exit status
+        path = os.path.join(get_package_share_directory("robot_dynamics"), "launch", launch_file)
+        self.description = LaunchDescription([
+            SetEnvironmentVariable("ROS_LOG_DIR", str(tmp_path / "ros_log")),
+            SetEnvironmentVariable("PYTHONUNBUFFERED", "1"),
+            RegisterEventHandler(OnProcessStart(on_start=self._started)),
+            RegisterEventHandler(OnProcessIO(on_stdout=self._output, on_stderr=self._output)),
+            RegisterEventHandler(OnProcessExit(on_exit=self._exited)),
+            IncludeLaunchDescription(PythonLaunchDescriptionSource(path),
+                                     launch_arguments=[argument.split(":=", 1) for argument in arguments]),
+            ReadyToTest(),
+        ])
+
+    def _started(self, event, context):
+        self.pids[event.process_name] = event.pid
+
+    def _output(self, event):
+        self.lines.extend(f"[{event.process_name}] {line}" for line in event.text.decode(errors="replace").splitlines())
+
+    def _exited(self, event, context):
+        self.exits[event.process_name] = event.returncode
+
+    def output(self):
+        return "\n".join(self.lines)
+
+    def ended(self):
+        """Whether a node ended (which ends the launch)."""
+        return bool(self.exits)
+
+    def assert_every_node_exited_cleanly(self, nodes):
+        """After launch_pytest shut the launch down: each of ``nodes`` ran, exited 0, and is gone."""
+        for node in nodes:
+            ran = [name for name in self.pids if name.rsplit("-", 1)[0] == node]
+            assert ran, f"{node} never started:\n{self.output()}"
+            for name in ran:
+                assert self.exits.get(name) == 0, f"{name} exited with {self.exits.get(name)}:\n{self.output()}"
+        for name, pid in self.pids.items():
+            assert not os.path.exists(f"/proc/{pid}") or _zombie(pid), f"{name} (pid {pid}) still runs"
+
+
+def _zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
 @pytest.fixture
 def launch(tmp_path):
     started = []
@@ -148,18 +226,26 @@ def assert_every_node_finished_cleanly(launch, status, nodes):
 
 # ------------------------------------------------------------------------------ dynamics.launch.py
 
-@pytest.mark.parametrize("use_sim_time", ["false", "true"])
-def test_dynamics_launch_turns_joint_states_into_gravity_torques(launch, probe, use_sim_time):
-    """Also on sim time with no /clock yet: the node loads the robot and answers (stamped 0)."""
-    model = rd.load_urdf("planar_2r")
+@launch_pytest.fixture(params=["false", "true"])
+def dynamics_launch(request, tmp_path):
     namespace = f"/launch_dyn_{uuid.uuid4().hex[:6]}"
-    running = launch("dynamics.launch.py", "urdf:=planar_2r", f"namespace:={namespace}", f"use_sim_time:={use_sim_time}")
-    gravity = probe.collect(JointState, f"{namespace}/gravity_torques")
-    states = probe.publisher(JointState, f"{namespace}/joint_states")
+    graph = LaunchedGraph(tmp_path, "dynamics.launch.py", "urdf:=planar_2r", f"namespace:={namespace}",
+                          f"use_sim_time:={request.param}")
+    graph.namespace = namespace
+    return graph.description, graph
+
+
+@pytest.mark.launch(fixture=dynamics_launch)
+def test_dynamics_launch_turns_joint_states_into_gravity_torques(dynamics_launch, probe):
+    """Also on sim time with no /clock yet: the node loads the robot and answers (stamped 0)."""
+    _, running = dynamics_launch
+    model = rd.load_urdf("planar_2r")
+    gravity = probe.collect(JointState, f"{running.namespace}/gravity_torques")
+    states = probe.publisher(JointState, f"{running.namespace}/joint_states")
     q = np.array([0.4, -0.7])
 
     def publish():
-        assert running.process.poll() is None, f"the launch ended:\n{running.output()}"
+        assert not running.ended(), f"the launch ended:\n{running.output()}"
         msg = JointState(name=list(model.joint_names), position=q.tolist(), velocity=[0.0, 0.0])
         msg.header.stamp = probe.node.get_clock().now().to_msg()
         states.publish(msg)
@@ -168,10 +254,11 @@ def test_dynamics_launch_turns_joint_states_into_gravity_torques(launch, probe, 
                            what="gravity_torques from the launched dynamics node")
     assert list(answer.name) == list(model.joint_names)
     np.testing.assert_allclose(answer.effort, rd.gravity_torques(model, q), rtol=1e-9, atol=1e-9)
-    assert_every_node_finished_cleanly(running, running.ctrl_c(), ["dynamics_node"])
+    yield  # launch_pytest shuts the launch down
+    running.assert_every_node_exited_cleanly(["dynamics_node"])
 
 
-# ---------------------------------------------------------------------------- simulation.launch.py
+# ----------------------------------------------------------------------------- simulation.launch.py
 
 def latest_error(run, continuous):
     """The largest position error between the newest joint state and the newest desired state (a
@@ -226,7 +313,7 @@ def record_loop(probe, namespace, model, running, retried=False, start_timeout=S
     probe.node.create_subscription(JointTrajectory, f"{namespace}/desired_state", on_desired, deep)
     deadline = time.monotonic() + start_timeout
     while not (len(run.torques) and len(run.state) and len(run.desired)):
-        assert running.process.poll() is None, f"the launch ended:\n{running.output()}"
+        assert not running.ended(), f"the launch ended:\n{running.output()}"
         assert time.monotonic() < deadline, (
             f"no computed_torques, joint_states and desired_state within {start_timeout} s:\n{running.output()}")
         time.sleep(0.05)
@@ -253,41 +340,68 @@ def record_loop(probe, namespace, model, running, retried=False, start_timeout=S
     return metrics, run
 
 
-@pytest.mark.parametrize("robot", bundled_robot_names())
-def test_simulation_launch_closes_the_computed_torque_loop_on_every_bundled_robot(launch, probe, robot):
-    model = rd.load_urdf(robot)
+#: the nodes of simulation.launch.py
+SIMULATION_NODES = ["simulator_node", "dynamics_node", "trajectory_publisher"]
+
+
+def simulation_launch(tmp_path, *arguments):
+    """simulation.launch.py with ``arguments`` in a namespace of its own, for a launch_pytest fixture."""
     namespace = f"/launch_sim_{uuid.uuid4().hex[:6]}"
-    running = launch("simulation.launch.py", f"urdf:={robot}", f"namespace:={namespace}")
-    metrics, run = record_loop(probe, namespace, model, running)
+    graph = LaunchedGraph(tmp_path, "simulation.launch.py", *arguments, f"namespace:={namespace}")
+    graph.namespace = namespace
+    return graph.description, graph
+
+
+@launch_pytest.fixture(params=bundled_robot_names())
+def every_robot_launch(request, tmp_path):
+    return simulation_launch(tmp_path, f"urdf:={request.param}")
+
+
+@pytest.mark.launch(fixture=every_robot_launch)
+def test_simulation_launch_closes_the_computed_torque_loop_on_every_bundled_robot(every_robot_launch, probe, request):
+    _, running = every_robot_launch
+    robot = request.node.callspec.params["every_robot_launch"]
+    model = rd.load_urdf(robot)
+    metrics, run = record_loop(probe, running.namespace, model, running)
     assert metrics.state_rate > 100 and metrics.torque_rate > 100, metrics
     assert np.all(np.isfinite(run.torques.values))
     print(f"{robot}: RMS tracking error {metrics.rms_total:.3g} {metrics.unit}, joint_states {metrics.state_rate:.0f} Hz")
     assert metrics.rms_total < TRACKING_BOUND, f"RMS tracking error {metrics.rms_total:.3g} {metrics.unit}"
-    assert_every_node_finished_cleanly(running, running.ctrl_c(),
-                                       ["simulator_node", "dynamics_node", "trajectory_publisher"])
+    yield  # launch_pytest shuts the launch down
+    running.assert_every_node_exited_cleanly(SIMULATION_NODES)
 
 
-def test_without_the_computed_torques_the_loop_does_not_track(launch, probe):
+@launch_pytest.fixture
+def open_loop_launch(tmp_path):
+    return simulation_launch(tmp_path, "urdf:=planar_2r", "command_source:=none")
+
+
+@pytest.mark.launch(fixture=open_loop_launch)
+def test_without_the_computed_torques_the_loop_does_not_track(open_loop_launch, probe):
     """The control for the tracking bound: with command_source:=none the simulated robot gets no
     torque, and misses the trajectory by far more than the bound."""
+    _, running = open_loop_launch
     model = rd.load_urdf("planar_2r")
-    namespace = f"/launch_open_{uuid.uuid4().hex[:6]}"
-    running = launch("simulation.launch.py", "urdf:=planar_2r", "command_source:=none", f"namespace:={namespace}")
-    metrics, _ = record_loop(probe, namespace, model, running)
+    metrics, _ = record_loop(probe, running.namespace, model, running)
     print(f"open loop: RMS tracking error {metrics.rms_total:.3g} {metrics.unit}")
     assert metrics.rms_total > 5 * TRACKING_BOUND, metrics.rms_total
-    assert_every_node_finished_cleanly(running, running.ctrl_c(),
-                                       ["simulator_node", "dynamics_node", "trajectory_publisher"])
+    yield  # launch_pytest shuts the launch down
+    running.assert_every_node_exited_cleanly(SIMULATION_NODES)
 
 
-def test_gravity_only_commands_the_holding_torques_of_the_measured_state(launch, probe):
+@launch_pytest.fixture
+def gravity_only_launch(tmp_path):
+    return simulation_launch(tmp_path, "urdf:=planar_2r", "command_source:=gravity")
+
+
+@pytest.mark.launch(fixture=gravity_only_launch)
+def test_gravity_only_commands_the_holding_torques_of_the_measured_state(gravity_only_launch, probe):
     """command_source:=gravity: the simulator applies (joint_states.effort) the gravity torques of the
     state the dynamics node last received, a sample or two before (planar_2r has no friction to
     compensate): the arm floats, weightless, instead of following the trajectory."""
+    _, running = gravity_only_launch
     model = rd.load_urdf("planar_2r")
-    namespace = f"/launch_gravity_{uuid.uuid4().hex[:6]}"
-    running = launch("simulation.launch.py", "urdf:=planar_2r", "command_source:=gravity", f"namespace:={namespace}")
-    metrics, run = record_loop(probe, namespace, model, running)
+    metrics, run = record_loop(probe, running.namespace, model, running)
     window = [values for received, values in zip(run.state.received, run.state.values) if run.start <= received <= run.end]
     q, _, effort = (np.array(values) for values in zip(*window))
     holding = rd.gravity_torques(model, q)
@@ -296,19 +410,26 @@ def test_gravity_only_commands_the_holding_torques_of_the_measured_state(launch,
     errors = [np.abs(effort[k] - holding[k - lag:k + 1]).max(axis=1).min() for k in range(lag, len(q))]
     assert scale > 1.0 and np.quantile(errors, 0.95) < 0.02 * scale, (np.quantile(errors, 0.95), scale)
     assert metrics.rms_total > TRACKING_BOUND  # it does not track
-    assert_every_node_finished_cleanly(running, running.ctrl_c(),
-                                       ["simulator_node", "dynamics_node", "trajectory_publisher"])
+    yield  # launch_pytest shuts the launch down
+    running.assert_every_node_exited_cleanly(SIMULATION_NODES)
 
 
-def test_simulation_launch_on_the_simulators_clock(launch, probe):
+@launch_pytest.fixture
+def sim_clock_launch(tmp_path):
+    return simulation_launch(tmp_path, "use_sim_time:=true")
+
+
+@pytest.mark.launch(fixture=sim_clock_launch)
+def test_simulation_launch_on_the_simulators_clock(sim_clock_launch, probe):
+    _, running = sim_clock_launch
     model = rd.load_urdf("arm7_gripper")
-    namespace = f"/launch_clock_{uuid.uuid4().hex[:6]}"
-    running = launch("simulation.launch.py", "use_sim_time:=true", f"namespace:={namespace}")
-    metrics, _ = record_loop(probe, namespace, model, running)
+    metrics, _ = record_loop(probe, running.namespace, model, running)
     assert metrics.rms_total < TRACKING_BOUND, metrics.rms_total
-    assert_every_node_finished_cleanly(running, running.ctrl_c(),
-                                       ["simulator_node", "dynamics_node", "trajectory_publisher"])
+    yield  # launch_pytest shuts the launch down
+    running.assert_every_node_exited_cleanly(SIMULATION_NODES)
 
+
+# ------------------------------------------------------------------- the ros2 launch program itself
 
 def test_the_first_simulation_launch_compiles_the_kernels_once_before_any_node_starts(launch, probe, tmp_path,
                                                                                        monkeypatch):
@@ -332,11 +453,8 @@ def test_the_first_simulation_launch_compiles_the_kernels_once_before_any_node_s
     assert not by_nodes, f"nodes compiled kernels the launch had compiled: {by_nodes}"
     for node in ("simulator_node", "dynamics_node"):  # (their numba reports reach the output: they loaded)
         assert any(re.match(rf"\[{node}-\d+\] \[cache\] data loaded", line) for line in output.splitlines()), output
-    assert_every_node_finished_cleanly(running, running.ctrl_c(),
-                                       ["simulator_node", "dynamics_node", "trajectory_publisher"])
+    assert_every_node_finished_cleanly(running, running.ctrl_c(), SIMULATION_NODES)
 
-
-# --------------------------------------------------------------------------------- refused launches
 
 @pytest.mark.parametrize("launch_file", ["dynamics.launch.py", "simulation.launch.py"])
 def test_every_launch_argument_is_described(launch_file):
