@@ -61,9 +61,16 @@ def _load_kernels(name, part):
 
 def _run(name):
     stop_on_signals()
-    from robot_dynamics.nodes.command_line import main
+    try:
+        from robot_dynamics.nodes.command_line import main
 
-    return main(name, load_kernels=lambda part: _load_kernels(name, part))
+        return main(name, load_kernels=lambda part: _load_kernels(name, part))
+    except Exception as error:
+        # A stop signal's SystemExit raised inside the import of a C extension (rclpy's, on a busy
+        # machine about 0.3 s after start) comes out as that import's ImportError: still a stop.
+        if isinstance(error.__cause__, SystemExit) or isinstance(error.__context__, SystemExit):
+            raise SystemExit(0) from None
+        raise
 
 
 def dynamics_node():

@@ -252,3 +252,39 @@ def test_a_process_stuck_after_the_stop_signal_ends_with_every_threads_stack():
     assert STOP_GRACE <= time.monotonic() - signalled < STOP_GRACE + 10.0
     assert f"Timeout (0:00:0{STOP_GRACE:g})!" in err
     assert 'File "<string>", line 8' in err  # the main thread's stack, at the second acquire
+
+
+def test_a_stop_signal_inside_a_c_extensions_import_is_still_a_clean_stop(monkeypatch):
+    """The stop handler's SystemExit raised while Python imports a C extension (rclpy's, about 0.3 s after a
+    node starts on a busy machine) comes out of that import as an ImportError caused by it: exit 0 all the
+    same, no traceback."""
+    import types
+
+    import robot_dynamics_executables as entry
+
+    def main(name, load_kernels):
+        try:
+            raise SystemExit(0)  # (what _stop_now raises)
+        except SystemExit as stop:
+            raise ImportError("initialization failed") from stop
+
+    monkeypatch.setitem(sys.modules, "robot_dynamics.nodes.command_line", types.SimpleNamespace(main=main))
+    monkeypatch.setattr(entry, "stop_on_signals", lambda: None)
+    with pytest.raises(SystemExit) as stopped:
+        entry._run("dynamics_node")
+    assert stopped.value.code == 0
+    assert stopped.value.__suppress_context__
+
+
+def test_an_import_error_of_its_own_still_fails_the_node(monkeypatch):
+    import types
+
+    import robot_dynamics_executables as entry
+
+    def main(name, load_kernels):
+        raise ImportError("no module named rclpy")
+
+    monkeypatch.setitem(sys.modules, "robot_dynamics.nodes.command_line", types.SimpleNamespace(main=main))
+    monkeypatch.setattr(entry, "stop_on_signals", lambda: None)
+    with pytest.raises(ImportError, match="no module named rclpy"):
+        entry._run("dynamics_node")
