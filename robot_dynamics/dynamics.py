@@ -18,7 +18,7 @@ import numpy as np
 from .batches import as_states, matching, unbatch
 from .jit import njit
 from .kernels import (
-    POSE_COLUMNS, ZERO3, add_joint_pair, composite_rigid_body, finite, forward_state, inertia, jacobian_column,
+    POSE_COLUMNS, ZERO3, add_joint_pair, check_motion, composite_rigid_body, finite, forward_state, inertia, jacobian_column,
     joint_poses, joint_rate, newton_euler, pose, store, vec, workspace, world_poses,
 )
 from .model import MASS, PARENT
@@ -40,12 +40,7 @@ def _inverse(topology, bodies, gravity, armature, q, qd, qdd):
     scratch = workspace(topology.shape[0])
     tau = np.empty((count, n))
     for k in range(count):
-        if not finite(q, k):
-            raise ValueError("q contains NaN or inf")
-        if not finite(qd, k):
-            raise ValueError("qd contains NaN or inf")
-        if not finite(qdd, k):
-            raise ValueError("qdd contains NaN or inf")
+        check_motion(q, qd, qdd, k)
         newton_euler(topology, bodies, gravity, q, qd, qdd, k, scratch, tau[k])
         if qdd.shape[0] > 0:
             for c in range(n):

@@ -101,6 +101,17 @@ def finite(x, k):
     return zero == 0.0
 
 
+@inline
+def check_motion(q, qd, qdd, k):
+    """ValueError naming the first of ``q``, ``qd``, ``qdd`` whose state ``k`` is not finite (:func:`finite`)."""
+    if not finite(q, k):
+        raise ValueError("q contains NaN or inf")
+    if not finite(qd, k):
+        raise ValueError("qd contains NaN or inf")
+    if not finite(qdd, k):
+        raise ValueError("qdd contains NaN or inf")
+
+
 # ----------------------------------------------------------------------------- coordinates -> joints
 
 # The hot loops call these for every body or pair of bodies.  Inlined, and with a branch for

@@ -10,7 +10,7 @@ import numpy as np
 
 from .batches import as_states, matching, unbatch
 from .jit import njit
-from .kernels import add_joint_force, finite, newton_euler, pose, screw, vec, workspace
+from .kernels import add_joint_force, check_motion, newton_euler, pose, screw, vec, workspace
 from .model import INERTIAL_PARAMETERS, PARENT
 from .spatial import body_force, dot, force_to_parent
 
@@ -35,12 +35,7 @@ def _regressor(topology, bodies, gravity, q, qd, qdd):
     tau = np.empty(n)
     Y = np.zeros((count, n, PARAMETERS_PER_BODY * nb + n))
     for k in range(count):
-        if not finite(q, k):
-            raise ValueError("q contains NaN or inf")
-        if not finite(qd, k):
-            raise ValueError("qd contains NaN or inf")
-        if not finite(qdd, k):
-            raise ValueError("qdd contains NaN or inf")
+        check_motion(q, qd, qdd, k)
         # its forward loop leaves T_{parent,i}, V_i and Vdot_i (the torques it computes are unused)
         newton_euler(topology, bodies, gravity, q, qd, qdd, k, scratch, tau)
         poses, twists, accelerations = scratch[0], scratch[1], scratch[2]

@@ -27,7 +27,7 @@ import numpy as np
 from .dynamics import bias_forces, mass_matrix
 from .jit import njit
 from .batches import as_states, matching, unbatch
-from .kernels import POSE_COLUMNS, finite, newton_euler, pose, store, vec, workspace, world_poses
+from .kernels import POSE_COLUMNS, check_motion, newton_euler, pose, store, vec, workspace, world_poses
 from .kinematics import REFERENCES, _frame, frame_pose, jacobian
 from .spatial import compose, motion_to_child
 
@@ -53,12 +53,7 @@ def _frame_motion(topology, bodies, q, qd, qdd, body, rotation, point):
     tau, no_gravity = np.empty(n), np.zeros(3)
     out = np.zeros((count, _MOTION_COLUMNS))
     for k in range(count):
-        if not finite(q, k):
-            raise ValueError("q contains NaN or inf")
-        if not finite(qd, k):
-            raise ValueError("qd contains NaN or inf")
-        if not finite(qdd, k):
-            raise ValueError("qdd contains NaN or inf")
+        check_motion(q, qd, qdd, k)
         newton_euler(topology, bodies, no_gravity, q, qd, qdd, k, scratch, tau)
         world_poses(topology, scratch[0], world)
         R_body, _ = pose(world, body)
