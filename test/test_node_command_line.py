@@ -254,6 +254,39 @@ def test_a_process_stuck_after_the_stop_signal_ends_with_every_threads_stack():
     assert 'File "<string>", line 8' in err  # the main thread's stack, at the second acquire
 
 
+# the start goes on past the stop signal: the code its SystemExit lands in swallows it (as numpy.random's C
+# extension does while numba imports it)
+SWALLOWED = """
+import time
+import robot_dynamics_executables
+robot_dynamics_executables.stop_on_signals()
+print("starting", flush=True)
+while True:
+    try:
+        time.sleep(0.01)
+    except SystemExit:
+        pass
+"""
+
+
+def test_a_stop_signal_swallowed_during_the_start_still_ends_the_process_with_status_0():
+    from robot_dynamics_executables import STOP_GRACE
+
+    proc = subprocess.Popen([sys.executable, "-c", SWALLOWED], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "starting\n"
+        signalled = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=STOP_GRACE + 15.0)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert STOP_GRACE <= time.monotonic() - signalled < STOP_GRACE + 10.0
+    assert f"still running {STOP_GRACE:g} s after the stop signal" in err and "Traceback" not in err
+
+
 def test_a_stop_signal_inside_a_c_extensions_import_is_still_a_clean_stop(monkeypatch):
     """The stop handler's SystemExit raised while Python imports a C extension (rclpy's, about 0.3 s after a
     node starts on a busy machine) comes out of that import as an ImportError caused by it: exit 0 all the
