@@ -832,7 +832,14 @@ def test_node_source_waits_then_fetches(remote_rig, diagnostics):
                         timeout=15.0, period=0.2, what="diagnostics counting joint states", since=since)
     assert "waiting for robot_description" in status_text(arr, rig.fqn, "model")
     assert "/remote/robot_state_publisher" in status_text(arr, rig.fqn, "model")
+    assert "do not match" not in status_text(arr, rig.fqn, "model")
     rig.proc.wait_log("waiting for robot_description")
+
+    # a description published volatile (a common slip) never reaches the latched subscription: named
+    volatile = rig.h.publisher(String, "/remote/robot_description", 10)
+    text = status_text(rig.diag_after(diagnostics, "model", "do not match"), rig.fqn, "model")
+    assert f"publishers: 1, of which ['{rig.h.node.get_fully_qualified_name()}'] do not match" in text, text
+    rig.h.node.destroy_publisher(volatile)
     assert rig.gravity.messages == [] and rig.mass.messages == []
 
     # a robot_state_publisher that takes the request but never answers (it hangs, then goes away):

@@ -22,7 +22,7 @@ import robot_dynamics as rd  # noqa: E402
 from robot_dynamics.robots import bundled_urdf  # noqa: E402
 from robot_dynamics.task_control import TaskSpaceSettings, TaskTarget, task_space_torque  # noqa: E402
 
-from ros_helpers import RosHarness, publish_until  # noqa: E402
+from ros_helpers import RosHarness, publish_until, wait_until  # noqa: E402
 from test_dynamics_node import OUTPUT_QOS, STALE, Rig, joint_state, new_stamp, status_text  # noqa: E402
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
@@ -141,6 +141,17 @@ def test_stale_pose_holds_gravity(rig, model, diagnostics):
 
 
 @pytest.mark.realtime
+def test_the_desired_inputs_are_subscribed_only_while_command_source_is_task_space(rig):
+    count = lambda: [rig.h.node.count_subscribers(f"/task/{t}") for t in ("desired_pose", "desired_twist", "desired_accel")]  # noqa: E731
+    assert count() == [1, 1, 1]
+    rig.set_ok(command_source="computed")
+    try:
+        wait_until(lambda: count() == [0, 0, 0], 10.0, "the desired_pose/twist/accel subscriptions gone")
+    finally:
+        rig.set_ok(command_source="task_space")
+    wait_until(lambda: count() == [1, 1, 1], 10.0, "the desired_pose/twist/accel subscriptions back")
+
+
 def test_task_space_demo_closes_the_loop_over_ros(tmp_path):
     """robot-dynamics demo --task-space: simulator, dynamics node (task_space) and trajectory publisher
     (Cartesian circle) as processes; the tool follows the 5 cm circle (the summary's RMS error includes

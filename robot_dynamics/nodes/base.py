@@ -15,6 +15,7 @@ import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -26,7 +27,7 @@ from .parameters import LOCK
 from .ros_parameters import declare_settings, fatal_parameter, lock_reason, watch_settings
 from .safety import closest_name, cut, description_text
 
-__all__ = ["DIAGNOSTICS_PERIOD", "RobotNode"]
+__all__ = ["DIAGNOSTICS_PERIOD", "NO_EVENT_HANDLERS", "NO_SUBSCRIPTION_EVENT_HANDLERS", "OUTPUT_QOS", "RobotNode"]
 
 DIAGNOSTICS_PERIOD = 1.0  # s, steady clock
 WAITING_LOG_PERIOD = 5.0  # s, between "waiting for robot_description" lines
@@ -34,6 +35,12 @@ LOG_THROTTLE = 2.0  # s, per kind and reason of problem
 #: reliable publishers match reliable and best-effort subscribers
 #: every node's outputs and its diagnostics: reliable, the last 10 kept (ROS 2's default profile)
 OUTPUT_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+#: No event handlers on a node's own publishers and subscriptions (robot_description's keeps rclpy's,
+#: which log a publisher of incompatible QoS, the usual reason for a description never arriving):
+#: rclpy's default ones are two waitables each, which the SingleThreadedExecutor walks at every
+#: wait: at 1 kHz they cost the dynamics node a fifth of its CPU per message (docs/benchmarks.md).
+NO_EVENT_HANDLERS = PublisherEventCallbacks(use_default_callbacks=False)
+NO_SUBSCRIPTION_EVENT_HANDLERS = SubscriptionEventCallbacks(use_default_callbacks=False)
 _REASON = re.compile(r"[\d\[\('\"]")
 
 
@@ -86,7 +93,8 @@ class RobotNode(Node):
         self._check_start_description()
         self._warn_unknown_parameters()
         if self._diagnostics:
-            self._pub_diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", OUTPUT_QOS)
+            self._pub_diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", OUTPUT_QOS,
+                                                         event_callbacks=NO_EVENT_HANDLERS)
             steady_timer(self, DIAGNOSTICS_PERIOD, self._on_diagnostics_timer)
 
     def _locked(self) -> bool:

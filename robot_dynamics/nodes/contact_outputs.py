@@ -9,6 +9,8 @@ is published, so that a collision changes the same message's command), ``command
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
@@ -19,6 +21,7 @@ from std_srvs.srv import Trigger
 
 import robot_dynamics as rd
 
+from .base import NO_EVENT_HANDLERS, OUTPUT_QOS
 from .contact_messages import EffortWriter, WrenchWriter
 from .contact_plan import CollisionDetector, EffortTracker, stamp_seconds
 from .parameters import Rejected
@@ -26,7 +29,6 @@ from .safety import cut
 
 __all__ = ["ContactOutputs"]
 
-OUTPUT_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 #: collision: a late subscriber gets the current flag
 LATCHED_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -44,7 +46,6 @@ class ContactOutputs:
         self._latched = False  # the gravity-hold reaction holds until ~/reset_collision
         self._published_flag = None
         self._n_published = 0
-        node.create_service(Trigger, "~/reset_collision", self._on_reset)
 
     # --- configuration -------------------------------------------------------------------------------
     def install(self, plan) -> None:
@@ -59,11 +60,13 @@ class ContactOutputs:
         self._detector = (CollisionDetector(contact.thresholds, contact.settings.collision_release,
                                             contact.settings.collision_min_duration)
                           if len(contact.thresholds) else None)
-        if self._publishers is None:
+        if self._publishers is None:  # (offered from the first plan with contact on: fewer entities to wait on)
             node = self.node
-            self._publishers = (node.create_publisher(JointState, "external_torques", OUTPUT_QOS),
-                                node.create_publisher(WrenchStamped, "external_wrench_estimate", OUTPUT_QOS),
-                                node.create_publisher(Bool, "collision", LATCHED_QOS))
+            node.create_service(Trigger, "~/reset_collision", self._on_reset)
+            publisher = functools.partial(node.create_publisher, event_callbacks=NO_EVENT_HANDLERS)
+            self._publishers = (publisher(JointState, "external_torques", OUTPUT_QOS),
+                                publisher(WrenchStamped, "external_wrench_estimate", OUTPUT_QOS),
+                                publisher(Bool, "collision", LATCHED_QOS))
         self._unsigned = bool((contact.sign == 1.0).all())
         self._torques = EffortWriter(plan.names)
         self._wrench = WrenchWriter(contact.frame)

@@ -8,6 +8,7 @@ from typing import Callable
 from rcl_interfaces.msg import ParameterType
 from rcl_interfaces.srv import GetParameters
 from rclpy.clock import Clock, ClockType
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
@@ -77,8 +78,11 @@ class DescriptionSource:
         # guard conditions), so on_urdf always runs in the node's executor as a callback of its
         # own, never inside the constructor or a parameter service call.
         self._wake = steady_timer(node, 0.001, self._on_wake)
-        self._sub = node.create_subscription(String, self.TOPIC, self._on_topic, DESCRIPTION_QOS)
-        self._timer = steady_timer(node, self.RETRY_PERIOD, self._poll_remote)
+        # (without rclpy's event handlers: waiting_for names a publisher of incompatible QoS)
+        self._sub = node.create_subscription(String, self.TOPIC, self._on_topic, DESCRIPTION_QOS,
+                                             event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
+        self._poll_timer = None
+        self._poll_while_needed()
 
     # --- public ---------------------------------------------------------------------------------
     @property
@@ -95,9 +99,15 @@ class DescriptionSource:
     def waiting_for(self) -> str:
         """Human-readable text of what the node is waiting for (for the periodic log)."""
         topic = self._sub.topic_name
+        publishers = self._node.get_publishers_info_by_topic(topic)
+        incompatible = [f"{p.node_namespace.rstrip('/')}/{p.node_name}" for p in publishers
+                        if p.qos_profile.durability != DurabilityPolicy.TRANSIENT_LOCAL
+                        or p.qos_profile.reliability != ReliabilityPolicy.RELIABLE]
+        not_matched = (f", of which {incompatible} do not match: they must publish reliable and transient local "
+                       "(robot_state_publisher's QoS)") if incompatible else ""
         parts = [
             "parameter 'robot_description' is empty",
-            f"no message on {topic} (publishers: {self._node.count_publishers(topic)})",
+            f"no message on {topic} (publishers: {len(publishers)}{not_matched})",
         ]
         if self._remote_name:
             parts.append(
@@ -124,10 +134,23 @@ class DescriptionSource:
         )
 
     def _on_wake(self) -> None:
-        self._wake.cancel()
+        # one-shot: destroyed, not cancelled (a cancelled timer stays in every wait of the executor)
+        self._node.destroy_timer(self._wake)
+        self._wake = None
         self._update()
 
+    def _poll_while_needed(self) -> None:
+        """The timer that asks the other node exists only while nothing else gave a description (every
+        timer is walked by the executor at each wait, a cost paid per message)."""
+        needed = not (self._param_xml or self._topic_xml or self._remote_xml) and bool(self._remote_name)
+        if needed and self._poll_timer is None:
+            self._poll_timer = steady_timer(self._node, self.RETRY_PERIOD, self._poll_remote)
+        elif not needed and self._poll_timer is not None:
+            self._node.destroy_timer(self._poll_timer)
+            self._poll_timer = None
+
     def _update(self) -> None:
+        self._poll_while_needed()
         xml, source = self._current()
         if not xml or xml == self._delivered:
             return
@@ -150,8 +173,8 @@ class DescriptionSource:
                     self._remote_xml = ""
                     self._remote_status = ""
                 changed = True
-        if changed:
-            self._wake.reset()
+        if changed and self._wake is None:
+            self._wake = steady_timer(self._node, 0.001, self._on_wake)
 
     def _on_topic(self, msg: String) -> None:
         if self._param_xml and msg.data and msg.data != self._topic_xml:

@@ -35,7 +35,6 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -45,7 +44,7 @@ import robot_dynamics as rd
 from robot_dynamics import control
 from robot_dynamics.data import BIAS, GRAVITY, MASS, WORLD, compute_terms
 
-from .base import OUTPUT_QOS, RobotNode
+from .base import NO_EVENT_HANDLERS, NO_SUBSCRIPTION_EVENT_HANDLERS, OUTPUT_QOS, RobotNode
 from .cdr import JointStateWriter
 from .contact_outputs import ContactOutputs
 from .converters import as_float_array, matrix_msg
@@ -63,13 +62,6 @@ COMMAND_INPUT_QOS = QoSProfile(
 
 #: QoS of joint_states: SensorDataQoS (best effort, volatile) but 10 deep instead of 5, so that a
 #: scheduling hiccup of a few milliseconds at 1 kHz delays messages instead of dropping them.
-#: No event handlers on the hot node's own publishers and subscriptions: rclpy's default ones (which
-#: log an incompatible QoS or type, as the other side's rclpy or rclcpp does too) are two waitables
-#: each, which the SingleThreadedExecutor walks at every spin: 16 of them cost about 5 % of the
-#: node's CPU per message at 1 kHz (measured in one process, 387 -> 366 us per round trip).
-NO_EVENT_HANDLERS = PublisherEventCallbacks(use_default_callbacks=False)
-NO_SUBSCRIPTION_EVENT_HANDLERS = SubscriptionEventCallbacks(use_default_callbacks=False)
-
 JOINT_STATES_QOS = QoSProfile(
     depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT,
     durability=DurabilityPolicy.VOLATILE,

@@ -1,10 +1,11 @@
 """The dynamics node's task-space command, the rclpy side: the ``desired_pose``, ``desired_twist`` and
-``desired_accel`` subscriptions, the torque of :func:`robot_dynamics.task_control.task_space_torque`
+``desired_accel`` subscriptions (while ``command_source`` is ``task_space``), the torque of :func:`robot_dynamics.task_control.task_space_torque`
 for a measured state, and its ``/diagnostics`` status (the task-space error).  The checks are
 :mod:`~robot_dynamics.nodes.task_space_inputs`."""
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -14,6 +15,7 @@ from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped
 from ..data import BIAS, GRAVITY, MASS, WORLD, compute_terms
 from ..kinematics import frame_pose
 from ..task_control import TaskTarget, task_space_torque
+from .base import NO_SUBSCRIPTION_EVENT_HANDLERS
 from .parameters import Rejected
 from .task_space_inputs import TaskSpaceInputs
 
@@ -27,11 +29,10 @@ class TaskSpaceCommand:
 
     def __init__(self, node, qos):
         self._node = node
+        self._qos = qos
+        self._subscriptions = ()
         self.inputs: TaskSpaceInputs | None = None
         self.last = None  # the last TaskResult
-        node.create_subscription(PoseStamped, "desired_pose", self._on_pose, qos)
-        node.create_subscription(TwistStamped, "desired_twist", self._on_twist, qos)
-        node.create_subscription(AccelStamped, "desired_accel", self._on_accel, qos)
 
     def install(self, plan) -> None:
         root = plan.model.link_names[0]
@@ -39,12 +40,29 @@ class TaskSpaceCommand:
             self.inputs = None
         elif self.inputs is None or self.inputs.root != root:
             self.inputs = TaskSpaceInputs(root)
+        self._subscribe(plan.task is not None)
         if plan.task is not None:  # compiled (or loaded from numba's cache) now, not in the first control cycle
             rest, rates = np.asarray(plan.task.rest, dtype=float), np.zeros(plan.model.nv)
             compute_terms(plan.data, rest, rates, GRAVITY | BIAS | MASS | WORLD)
             task_space_torque(plan.model, plan.task, rest, rates, TaskTarget(frame_pose(plan.model, rest, plan.task.frame)),
                               plan.data)
         self.last = None
+
+    def _subscribe(self, wanted: bool) -> None:
+        """The three desired inputs subscribed only while a task is set: the executor walks every
+        subscription at each wait, a cost paid per joint_states message (docs/benchmarks.md)."""
+        if wanted == bool(self._subscriptions):
+            return
+        if wanted:
+            subscription = functools.partial(self._node.create_subscription,
+                                             event_callbacks=NO_SUBSCRIPTION_EVENT_HANDLERS)
+            self._subscriptions = (subscription(PoseStamped, "desired_pose", self._on_pose, self._qos),
+                                   subscription(TwistStamped, "desired_twist", self._on_twist, self._qos),
+                                   subscription(AccelStamped, "desired_accel", self._on_accel, self._qos))
+        else:
+            for subscription in self._subscriptions:
+                self._node.destroy_subscription(subscription)
+            self._subscriptions = ()
 
     def _read(self, topic, read, *args) -> None:
         now = time.monotonic_ns()
