@@ -47,13 +47,11 @@ class _MessageMap:
         self.mimic_offset = np.array([m[2] for m in mimic], dtype=float)
         self.mimic_names = tuple(names[m[0]] for m in mimic)
 
-    def take(self, values, what: str) -> np.ndarray:
-        """The known joints' entries of a message field; Rejected if one is not finite."""
-        taken = values[self.src]
-        if not np.isfinite(taken).all():
-            bad = [self.known_names[i] for i in np.flatnonzero(~np.isfinite(taken))]
-            raise Rejected(f"non-finite {what} of {bad}")
-        return taken
+    def non_finite(self, taken, what: str) -> str:
+        """What is not finite among ``taken``, the known joints' entries of a message field ('' when all are)."""
+        if taken is None or np.isfinite(taken).all():
+            return ""
+        return f"non-finite {what} of {[self.known_names[i] for i in np.flatnonzero(~np.isfinite(taken))]}"
 
 
 class JointStateMerger:
@@ -90,11 +88,11 @@ class JointStateMerger:
             raise Rejected(f"{n} names but {len(position)} positions, {len(velocity)} velocities and "
                            f"{len(effort)} efforts (each must be {n} or empty)")
         position = _floats(position) if len(position) else None
-        p = mm.take(position, "position") if position is not None else None
-        v = mm.take(_floats(velocity), "velocity") if len(velocity) else None
-        implausible = self.plan.plausibility.problem(mm.dst, p, v)
+        p = position[mm.src] if position is not None else None
+        v = _floats(velocity)[mm.src] if len(velocity) else None
+        implausible = self.plan.plausibility.problem(mm.dst, p, v)  # (a NaN or inf is never believed)
         if implausible:
-            raise Rejected(implausible)
+            raise Rejected(mm.non_finite(p, "position") or mm.non_finite(v, "velocity") or implausible)
         warning = ""
         if p is not None:
             self.q[mm.dst] = p

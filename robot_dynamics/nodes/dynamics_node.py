@@ -19,7 +19,7 @@ torques are :func:`robot_dynamics.control.computed_torque` of that ``M`` and ``h
 :func:`robot_dynamics.control.friction_torques` with ``compensate_friction``); every output is stamped
 with the message's stamp. Nothing is published from a state with a joint older than
 ``state_timeout``, from a rejected (non-finite, wrong-length, duplicate-name) message, or from a
-desired input older than ``desired_timeout``; every output is checked finite and published on its own
+desired input older than ``desired_timeout``; every output is checked (finite and plausible) and published on its own
 (one that is not finite never stops another). ``effort_command`` is held within the URDF effort
 limits; with ``max_position_error`` set, a larger position error makes it hold gravity instead.
 
@@ -30,7 +30,6 @@ The settings and plan are :mod:`~robot_dynamics.nodes.dynamics_plan`, the input 
 from __future__ import annotations
 
 import functools
-import math
 import time
 
 import numpy as np
@@ -227,10 +226,10 @@ class DynamicsNode(RobotNode):
             if gravity_heard and command_out != "gravity":  # (published above otherwise)
                 self._publish_gravity(plan, data.g, gravity_heard, "none", stamp, now)
         msgs = self._msgs
-        if publish_bias and self._finite("bias_torques", data.h, now):
+        if publish_bias and self._publishable("bias_torques", data.h, now):
             self._pub_bias.publish(msgs.torques.serialize(stamp.sec, stamp.nanosec, None, None,
                                                           data.h if plan.full else data.h[plan.out]))
-        if publish_mass and self._finite("mass_matrix", data.M, now):
+        if publish_mass and self._publishable("mass_matrix", data.M, now):
             M = data.M
             msgs.mass.data = as_float_array(M if plan.full else M[np.ix_(plan.out, plan.out)])
             self._pub_mass.publish(msgs.mass)
@@ -240,20 +239,24 @@ class DynamicsNode(RobotNode):
         if dt > self._compute_ns_max:
             self._compute_ns_max = dt
 
-    def _finite(self, what: str, values: np.ndarray, now: int) -> bool:
-        """Whether ``values`` (model order) may be published: finite and believed by the plan's
-        plausibility rule (the one its inputs pass); the reason is reported otherwise."""
-        if not math.isfinite(values.sum()):  # NaN/inf anywhere (or an overflowing sum) makes it non-finite
-            self.problem("output", f"not publishing {what}: not finite", now)
-            return False
-        implausible = self._plan.plausibility.output_problem(values)
-        if implausible:
-            self.problem("output", f"not publishing {what}: not plausible: {implausible}", now)
-            return False
-        return True
+    def _publishable(self, what: str, values: np.ndarray, now: int, inputs=()) -> bool:
+        """Whether ``values`` (model order) may be published: believed by the plan's plausibility rule
+        (the one its inputs pass; a NaN or inf is never believed); otherwise the reason is reported,
+        naming the first of ``inputs`` (``(name, array)`` pairs it was computed from) not believed."""
+        plausibility = self._plan.plausibility
+        if not plausibility.output_problem(values):
+            return True
+        for name, array in inputs:  # (only once something is wrong: the cause, for the diagnosis)
+            if plausibility.output_problem(array):
+                what, values = f"{what} ({name})", array
+                break
+        reason = ("not finite" if not np.isfinite(values).all() else
+                  f"not plausible: {plausibility.output_problem(values)}")
+        self.problem("output", f"not publishing {what}: {reason}", now)
+        return False
 
     def _publish_gravity(self, plan: Plan, g: np.ndarray, heard: bool, command_out: str, stamp, now: int) -> None:
-        if not self._finite("gravity_torques", g, now):
+        if not self._publishable("gravity_torques", g, now):
             return
         if heard:
             self._pub_gravity.publish(self._msgs.torques.serialize(stamp.sec, stamp.nanosec, None, None,
@@ -265,15 +268,12 @@ class DynamicsNode(RobotNode):
                           stamp, now: int) -> None:
         s = plan.settings
         M, h = data.M, data.h
-        if not (self._finite("computed_torques (mass matrix)", M, now) and
-                self._finite("computed_torques (bias torques)", h, now)):
-            return
         qdd_d, e, ed = servo_terms(plan, desired, q, qd)
         with np.errstate(all="ignore"):  # (huge but finite desired inputs overflow: checked just below)
             tau = control.computed_torque(M, h, qdd_d, e, ed, plan.kp, plan.kd)
             if s.compensate_friction:
                 tau += control.friction_torques(plan.model.viscous_damping, plan.model.friction, s.friction_velocity, qd)
-        if not self._finite("computed_torques", tau, now):
+        if not self._publishable("computed_torques", tau, now, (("mass matrix", M), ("bias torques", h))):
             return
         if heard:
             self._pub_computed.publish(self._msgs.torques.serialize(stamp.sec, stamp.nanosec, None, None,
@@ -286,7 +286,7 @@ class DynamicsNode(RobotNode):
             self.problem("tracking", f"position error {e[worst]:.4g} of {cut(plan.model.joint_names[worst], 200)!r} "
                          f"beyond max_position_error {s.max_position_error:g}: effort_command holds gravity",
                          now, DiagnosticStatus.WARN)
-            if self._finite("effort_command (gravity hold)", data.g, now):
+            if self._publishable("effort_command (gravity hold)", data.g, now):
                 self._publish_command(plan, data.g[plan.out], now)
             return
         self._publish_command(plan, tau[plan.out], now)
@@ -301,8 +301,8 @@ class DynamicsNode(RobotNode):
             with np.errstate(all="ignore"):
                 tau = tau + control.friction_torques(plan.model.viscous_damping, plan.model.friction,
                                                      s.friction_velocity, qd)
-        if tau is None or not self._finite("computed_torques (task space)", tau, now):
-            if command_out == "task_space" and self._finite("effort_command (gravity hold)", data.g, now):
+        if tau is None or not self._publishable("computed_torques (task space)", tau, now):
+            if command_out == "task_space" and self._publishable("effort_command (gravity hold)", data.g, now):
                 self._publish_command(plan, data.g[plan.out], now)
             return
         if heard:

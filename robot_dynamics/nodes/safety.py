@@ -123,16 +123,16 @@ class Plausibility:
         """The reason the values of the model joints ``index`` are not believed, '' when they are."""
         parts = []
         if position is not None:
-            bad = ~((position >= self.low[index]) & (position <= self.high[index]))  # (NaN: not believed)
-            if bad.any():
+            believed = (position >= self.low[index]) & (position <= self.high[index])  # (NaN: not believed)
+            if not believed.all():
                 parts.append("positions beyond the joint limits by more than "
                              f"{POSITION_MARGIN:.4g} (or beyond {UNLIMITED_POSITION:.0e} without limits): "
-                             f"{self._list(index, position, bad)}")
+                             f"{self._list(index, position, ~believed)}")
         if velocity is not None:
-            bad = ~(np.abs(velocity) <= self.speed[index])
-            if bad.any():
+            believed = np.abs(velocity) <= self.speed[index]
+            if not believed.all():
                 parts.append(f"velocities above {VELOCITY_FACTOR:g} times the velocity limit (or "
-                             f"{UNLIMITED_SPEED:g} without one): {self._list(index, velocity, bad)}")
+                             f"{UNLIMITED_SPEED:g} without one): {self._list(index, velocity, ~believed)}")
         return "; ".join(parts)
 
     def torque_problem(self, index: np.ndarray, torque) -> str:
