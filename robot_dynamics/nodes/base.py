@@ -35,10 +35,10 @@ LOG_THROTTLE = 2.0  # s, per kind and reason of problem
 #: reliable publishers match reliable and best-effort subscribers
 #: every node's outputs and its diagnostics: reliable, the last 10 kept (ROS 2's default profile)
 OUTPUT_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
-#: No event handlers on a node's own publishers and subscriptions (robot_description's keeps rclpy's,
-#: which log a publisher of incompatible QoS, the usual reason for a description never arriving):
-#: rclpy's default ones are two waitables each, which the SingleThreadedExecutor walks at every
-#: wait: at 1 kHz they cost the dynamics node a fifth of its CPU per message (docs/benchmarks.md).
+#: No rclpy event handlers on a node's own publishers and subscriptions: the default ones (which log
+#: a peer of incompatible QoS) are two waitables each, which the SingleThreadedExecutor walks at
+#: every wait, twice per message (docs/benchmarks.md). For robot_description, where incompatible QoS
+#: is the usual slip, the node's "waiting for robot_description" line names such publishers.
 NO_EVENT_HANDLERS = PublisherEventCallbacks(use_default_callbacks=False)
 NO_SUBSCRIPTION_EVENT_HANDLERS = SubscriptionEventCallbacks(use_default_callbacks=False)
 _REASON = re.compile(r"[\d\[\('\"]")
