@@ -93,9 +93,16 @@ class RobotNode(Node):
         self._check_start_description()
         self._warn_unknown_parameters()
         if self._diagnostics:
-            self._pub_diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", OUTPUT_QOS,
-                                                         event_callbacks=NO_EVENT_HANDLERS)
+            self._pub_diagnostics = self.publisher(DiagnosticArray, "/diagnostics")
             steady_timer(self, DIAGNOSTICS_PERIOD, self._on_diagnostics_timer)
+
+    def publisher(self, msg_type, topic: str, qos=OUTPUT_QOS):
+        """A publisher of the node's own: without rclpy's event handlers (:data:`NO_EVENT_HANDLERS`)."""
+        return self.create_publisher(msg_type, topic, qos, event_callbacks=NO_EVENT_HANDLERS)
+
+    def subscription(self, msg_type, topic: str, callback, qos):
+        """A subscription of the node's own: without rclpy's event handlers (:data:`NO_EVENT_HANDLERS`)."""
+        return self.create_subscription(msg_type, topic, callback, qos, event_callbacks=NO_SUBSCRIPTION_EVENT_HANDLERS)
 
     def _locked(self) -> bool:
         """Whether the node has :data:`LOCK` and it is true (the torque-shaping parameters read-only)."""

@@ -9,8 +9,6 @@ is published, so that a collision changes the same message's command), ``command
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
@@ -21,7 +19,6 @@ from std_srvs.srv import Trigger
 
 import robot_dynamics as rd
 
-from .base import NO_EVENT_HANDLERS, OUTPUT_QOS
 from .contact_messages import EffortWriter, WrenchWriter
 from .contact_plan import CollisionDetector, EffortTracker, stamp_seconds
 from .parameters import Rejected
@@ -63,10 +60,9 @@ class ContactOutputs:
         if self._publishers is None:  # (offered from the first plan with contact on: fewer entities to wait on)
             node = self.node
             node.create_service(Trigger, "~/reset_collision", self._on_reset)
-            publisher = functools.partial(node.create_publisher, event_callbacks=NO_EVENT_HANDLERS)
-            self._publishers = (publisher(JointState, "external_torques", OUTPUT_QOS),
-                                publisher(WrenchStamped, "external_wrench_estimate", OUTPUT_QOS),
-                                publisher(Bool, "collision", LATCHED_QOS))
+            self._publishers = (node.publisher(JointState, "external_torques"),
+                                node.publisher(WrenchStamped, "external_wrench_estimate"),
+                                node.publisher(Bool, "collision", LATCHED_QOS))
         self._unsigned = bool((contact.sign == 1.0).all())
         self._torques = EffortWriter(plan.names)
         self._wrench = WrenchWriter(contact.frame)

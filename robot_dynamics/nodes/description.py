@@ -8,7 +8,6 @@ from typing import Callable
 from rcl_interfaces.msg import ParameterType
 from rcl_interfaces.srv import GetParameters
 from rclpy.clock import Clock, ClockType
-from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
@@ -57,7 +56,7 @@ class DescriptionSource:
     RETRY_PERIOD = 0.5  # s, between look-ups of the other node's parameter service
     REQUEST_TIMEOUT = 3.0  # s; a request still unanswered then (its server went away) is re-sent
 
-    def __init__(self, node: Node, on_urdf: Callable[[str, str], None], locked: bool = False):
+    def __init__(self, node, on_urdf: Callable[[str, str], None], locked: bool = False):
         self._node = node
         self._on_urdf = on_urdf
         self._log = node.get_logger()
@@ -79,8 +78,7 @@ class DescriptionSource:
         # own, never inside the constructor or a parameter service call.
         self._wake = steady_timer(node, 0.001, self._on_wake)
         # (without rclpy's event handlers: waiting_for names a publisher of incompatible QoS)
-        self._sub = node.create_subscription(String, self.TOPIC, self._on_topic, DESCRIPTION_QOS,
-                                             event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
+        self._sub = node.subscription(String, self.TOPIC, self._on_topic, DESCRIPTION_QOS)
         self._poll_timer = None
         self._poll_while_needed()
 

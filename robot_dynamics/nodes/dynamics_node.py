@@ -29,7 +29,6 @@ The settings and plan are :mod:`~robot_dynamics.nodes.dynamics_plan`, the input 
 
 from __future__ import annotations
 
-import functools
 import time
 
 import numpy as np
@@ -43,7 +42,7 @@ import robot_dynamics as rd
 from robot_dynamics import control
 from robot_dynamics.data import BIAS, GRAVITY, MASS, WORLD, compute_terms
 
-from .base import NO_EVENT_HANDLERS, NO_SUBSCRIPTION_EVENT_HANDLERS, OUTPUT_QOS, RobotNode
+from .base import RobotNode
 from .cdr import JointStateWriter
 from .contact_outputs import ContactOutputs
 from .converters import as_float_array, matrix_msg
@@ -90,16 +89,14 @@ class DynamicsNode(RobotNode):
         self._msgs: _OutputMessages | None = None
         self._stats_reset(time.monotonic_ns())
 
-        publisher = functools.partial(self.create_publisher, event_callbacks=NO_EVENT_HANDLERS)
-        self._pub_gravity = publisher(JointState, "gravity_torques", OUTPUT_QOS)
-        self._pub_bias = publisher(JointState, "bias_torques", OUTPUT_QOS)
-        self._pub_computed = publisher(JointState, "computed_torques", OUTPUT_QOS)
-        self._pub_mass = publisher(Float64MultiArray, "mass_matrix", OUTPUT_QOS)
-        self._pub_command = publisher(Float64MultiArray, "effort_command", OUTPUT_QOS)
-        subscription = functools.partial(self.create_subscription, event_callbacks=NO_SUBSCRIPTION_EVENT_HANDLERS)
-        subscription(JointState, "joint_states", self._on_joint_states, JOINT_STATES_QOS)
-        subscription(Float64MultiArray, "desired_accelerations", self._on_desired_accelerations, COMMAND_INPUT_QOS)
-        subscription(JointTrajectory, "desired_state", self._on_desired_state, COMMAND_INPUT_QOS)
+        self._pub_gravity = self.publisher(JointState, "gravity_torques")
+        self._pub_bias = self.publisher(JointState, "bias_torques")
+        self._pub_computed = self.publisher(JointState, "computed_torques")
+        self._pub_mass = self.publisher(Float64MultiArray, "mass_matrix")
+        self._pub_command = self.publisher(Float64MultiArray, "effort_command")
+        self.subscription(JointState, "joint_states", self._on_joint_states, JOINT_STATES_QOS)
+        self.subscription(Float64MultiArray, "desired_accelerations", self._on_desired_accelerations, COMMAND_INPUT_QOS)
+        self.subscription(JointTrajectory, "desired_state", self._on_desired_state, COMMAND_INPUT_QOS)
         self._task = TaskSpaceCommand(self, COMMAND_INPUT_QOS)
         self._contact = ContactOutputs(self)  # external torques, collision (docs/contact.md)
         self.start_description()

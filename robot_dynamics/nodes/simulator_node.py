@@ -48,7 +48,7 @@ from std_srvs.srv import SetBool, Trigger
 import robot_dynamics as rd
 from robot_dynamics.simulation import SimulationError, Simulator
 
-from .base import OUTPUT_QOS, RobotNode
+from .base import RobotNode
 from .cdr import JointStateWriter
 from .contact_messages import WrenchWriter
 from .converters import stamp_of
@@ -81,10 +81,10 @@ class SimulatorNode(RobotNode):
         self._stats_wall, self._stats_sim = time.monotonic(), 0.0
         self._clock_pub = self._motor_pub = self._contact_pub = None
 
-        self._pub_states = self.create_publisher(JointState, "joint_states", OUTPUT_QOS)
-        self.create_subscription(Float64MultiArray, "effort_command", self._on_effort_command, INPUT_QOS)
-        self.create_subscription(JointState, "effort_command_named", self._on_effort_command_named, INPUT_QOS)
-        self.create_subscription(WrenchStamped, "external_wrench", self._on_external_wrench, INPUT_QOS)
+        self._pub_states = self.publisher(JointState, "joint_states")
+        self.subscription(Float64MultiArray, "effort_command", self._on_effort_command, INPUT_QOS)
+        self.subscription(JointState, "effort_command_named", self._on_effort_command_named, INPUT_QOS)
+        self.subscription(WrenchStamped, "external_wrench", self._on_external_wrench, INPUT_QOS)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_service(SetBool, "~/pause", self._on_pause)
         self._tick = None
@@ -318,18 +318,18 @@ class SimulatorNode(RobotNode):
         self._n_published += 1
         if plan.stiffness:
             if self._motor_pub is None:
-                self._motor_pub = self.create_publisher(JointState, "motor_states", OUTPUT_QOS)
+                self._motor_pub = self.publisher(JointState, "motor_states")
             order = plan.state_index
             self._motor_pub.publish(self._motor_writer.serialize(
                 sec, nanosec, sim.motor_q[order], sim.motor_qd[order], sim.applied_effort[order]))
         if plan.contact.enabled:
             if self._contact_pub is None:
-                self._contact_pub = self.create_publisher(WrenchStamped, "contact_wrenches", OUTPUT_QOS)
+                self._contact_pub = self.publisher(WrenchStamped, "contact_wrenches")
             for link, wrench in sim.contact_wrenches().items():
                 self._contact_pub.publish(WrenchWriter(link).serialize(sec, nanosec, wrench))
         if self._settings.publish_clock:
             if self._clock_pub is None:
-                self._clock_pub = self.create_publisher(Clock, "/clock", OUTPUT_QOS)
+                self._clock_pub = self.publisher(Clock, "/clock")
             self._clock_pub.publish(Clock(clock=stamp_of(ns)))
 
     # --- diagnostics -------------------------------------------------------------------------------

@@ -5,7 +5,6 @@ for a measured state, and its ``/diagnostics`` status (the task-space error).  T
 
 from __future__ import annotations
 
-import functools
 import time
 
 import numpy as np
@@ -15,7 +14,6 @@ from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped
 from ..data import BIAS, GRAVITY, MASS, WORLD, compute_terms
 from ..kinematics import frame_pose
 from ..task_control import TaskTarget, task_space_torque
-from .base import NO_SUBSCRIPTION_EVENT_HANDLERS
 from .parameters import Rejected
 from .task_space_inputs import TaskSpaceInputs
 
@@ -54,8 +52,7 @@ class TaskSpaceCommand:
         if wanted == bool(self._subscriptions):
             return
         if wanted:
-            subscription = functools.partial(self._node.create_subscription,
-                                             event_callbacks=NO_SUBSCRIPTION_EVENT_HANDLERS)
+            subscription = self._node.subscription
             self._subscriptions = (subscription(PoseStamped, "desired_pose", self._on_pose, self._qos),
                                    subscription(TwistStamped, "desired_twist", self._on_twist, self._qos),
                                    subscription(AccelStamped, "desired_accel", self._on_accel, self._qos))

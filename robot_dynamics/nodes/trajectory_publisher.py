@@ -23,7 +23,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import robot_dynamics as rd
 
-from .base import OUTPUT_QOS, RobotNode
+from .base import RobotNode
 from .cartesian_trajectory import CartesianTrajectory
 from .converters import as_float_array
 from .trajectory_plan import PARAMETERS, Settings, Trajectory, coerce_setting, make_trajectory
@@ -38,10 +38,10 @@ class TrajectoryPublisher(RobotNode):
     def __init__(self, node_name: str = "trajectory_publisher", **kwargs):
         super().__init__(node_name, PARAMETERS, Settings, coerce_setting, diagnostics=False, **kwargs)
         self._start_ns = None  # clock time of t = 0 (set at the first tick with a model)
-        self._pub = self.create_publisher(JointTrajectory, "desired_state", OUTPUT_QOS)
-        self._pub_pose = self.create_publisher(PoseStamped, "desired_pose", OUTPUT_QOS)
-        self._pub_twist = self.create_publisher(TwistStamped, "desired_twist", OUTPUT_QOS)
-        self._pub_accel = self.create_publisher(AccelStamped, "desired_accel", OUTPUT_QOS)
+        self._pub = self.publisher(JointTrajectory, "desired_state")
+        self._pub_pose = self.publisher(PoseStamped, "desired_pose")
+        self._pub_twist = self.publisher(TwistStamped, "desired_twist")
+        self._pub_accel = self.publisher(AccelStamped, "desired_accel")
         self.create_service(Trigger, "~/restart", self._on_restart)
         self._timer = self.create_timer(1.0 / self._settings.rate, self._on_tick)
         self.start_description()

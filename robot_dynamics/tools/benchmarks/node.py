@@ -60,7 +60,8 @@ def echo_node_class():
     from sensor_msgs.msg import JointState
 
     from robot_dynamics.nodes.converters import as_float_array
-    from robot_dynamics.nodes.dynamics_node import JOINT_STATES_QOS, OUTPUT_QOS
+    from robot_dynamics.nodes.base import OUTPUT_QOS
+    from robot_dynamics.nodes.dynamics_node import JOINT_STATES_QOS
 
     class EchoNode(Node):
         """Answers every JointState with a JointState of the same stamp, names and size."""
@@ -116,7 +117,8 @@ class Driver:
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray
 
-        from robot_dynamics.nodes.dynamics_node import COMMAND_INPUT_QOS, JOINT_STATES_QOS, OUTPUT_QOS
+        from robot_dynamics.nodes.base import OUTPUT_QOS
+        from robot_dynamics.nodes.dynamics_node import COMMAND_INPUT_QOS, JOINT_STATES_QOS
 
         self.node, self.executor = node, executor
         self.names = list(names)
