@@ -27,7 +27,7 @@ ALL = "all"
 #: of ``NUMBA_CACHE_DIR=$(mktemp -d) robot-dynamics compile PART``, which compiles on one core, so this is
 #: its wall time on a free core (measured 2026-11-26, docs/benchmarks.md "First start"); up to twice that
 #: on a busy machine. Loading them all from the cache takes about 1 s.
-COLD_SECONDS = {"dynamics_node": 9, "simulator": 15, "library": 13, ALL: 20}
+COLD_SECONDS = {"dynamics_node": 12, "simulator": 16, "library": 14, ALL: 25}
 
 
 def parts_of(names):
