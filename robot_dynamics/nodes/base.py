@@ -27,7 +27,7 @@ from .parameters import LOCK
 from .ros_parameters import declare_settings, fatal_parameter, lock_reason, watch_settings
 from .safety import closest_name, cut, description_text
 
-__all__ = ["DIAGNOSTICS_PERIOD", "NO_EVENT_HANDLERS", "NO_SUBSCRIPTION_EVENT_HANDLERS", "OUTPUT_QOS", "RobotNode"]
+__all__ = ["DIAGNOSTICS_PERIOD", "OUTPUT_QOS", "RobotNode"]
 
 DIAGNOSTICS_PERIOD = 1.0  # s, steady clock
 WAITING_LOG_PERIOD = 5.0  # s, between "waiting for robot_description" lines
@@ -101,7 +101,7 @@ class RobotNode(Node):
         return self.create_publisher(msg_type, topic, qos, event_callbacks=NO_EVENT_HANDLERS)
 
     def subscription(self, msg_type, topic: str, callback, qos):
-        """A subscription of the node's own: without rclpy's event handlers (:data:`NO_EVENT_HANDLERS`)."""
+        """A subscription of the node's own: without rclpy's event handlers (:data:`NO_SUBSCRIPTION_EVENT_HANDLERS`)."""
         return self.create_subscription(msg_type, topic, callback, qos, event_callbacks=NO_SUBSCRIPTION_EVENT_HANDLERS)
 
     def _locked(self) -> bool:

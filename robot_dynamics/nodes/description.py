@@ -45,8 +45,10 @@ class DescriptionSource:
     ``'node <name>'``. It is the callee's job to parse it (``rd.load_urdf``) and to keep its old
     model if parsing fails; an exception escaping ``on_urdf`` is logged, not raised.
 
-    Its timers run on the steady clock, so a node with ``use_sim_time`` finds its description
-    before the first ``/clock`` message.
+    ``node`` is the :class:`~robot_dynamics.nodes.base.RobotNode` it serves (its subscription has no
+    rclpy event handlers; :meth:`waiting_for` names publishers of incompatible QoS instead). Its
+    timers run on the steady clock, so a node with ``use_sim_time`` finds its description before
+    the first ``/clock`` message.
 
     The topic name is relative (``robot_description``, i.e. ``/robot_description`` in the root
     namespace), so namespaces and remapping work as for robot_state_publisher.

@@ -19,8 +19,8 @@ torques are :func:`robot_dynamics.control.computed_torque` of that ``M`` and ``h
 :func:`robot_dynamics.control.friction_torques` with ``compensate_friction``); every output is stamped
 with the message's stamp. Nothing is published from a state with a joint older than
 ``state_timeout``, from a rejected (non-finite, wrong-length, duplicate-name) message, or from a
-desired input older than ``desired_timeout``; every output is checked (finite and plausible) and published on its own
-(one that is not finite never stops another). ``effort_command`` is held within the URDF effort
+desired input older than ``desired_timeout``; every output is checked (finite and plausible) and
+published on its own (one that is refused never stops another). ``effort_command`` is held within the URDF effort
 limits; with ``max_position_error`` set, a larger position error makes it hold gravity instead.
 
 The settings and plan are :mod:`~robot_dynamics.nodes.dynamics_plan`, the input checks

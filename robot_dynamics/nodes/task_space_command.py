@@ -1,7 +1,7 @@
 """The dynamics node's task-space command, the rclpy side: the ``desired_pose``, ``desired_twist`` and
-``desired_accel`` subscriptions (while ``command_source`` is ``task_space``), the torque of :func:`robot_dynamics.task_control.task_space_torque`
-for a measured state, and its ``/diagnostics`` status (the task-space error).  The checks are
-:mod:`~robot_dynamics.nodes.task_space_inputs`."""
+``desired_accel`` subscriptions (while ``command_source`` is ``task_space``), the torque of
+:func:`robot_dynamics.task_control.task_space_torque` for a measured state, and its ``/diagnostics``
+status (the task-space error).  The checks are :mod:`~robot_dynamics.nodes.task_space_inputs`."""
 
 from __future__ import annotations
 
