@@ -83,6 +83,9 @@ def _load_kernels(name, part):
 def _run(name):
     stop_on_signals()
     try:
+        from robot_dynamics.tools.processes import end_with_launcher
+
+        end_with_launcher()  # (started by a launch file: ends with ros2 launch, however that ends)
         from robot_dynamics.nodes.command_line import main
 
         return main(name, load_kernels=lambda part: _load_kernels(name, part))

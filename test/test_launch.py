@@ -519,6 +519,25 @@ def test_a_params_file_is_refused_unless_it_is_one_and_warned_about_unless_it_na
     assert running.ctrl_c() == 0
 
 
+def test_no_node_outlives_a_killed_ros2_launch(launch):
+    """SIGKILL of ros2 launch itself (kill -9, the OOM killer, a crash) gives it no chance to stop
+    its nodes: each of ours asked at its start for a SIGTERM when its launcher ends, and stops on it."""
+    namespace = f"/launch_killed_{uuid.uuid4().hex[:6]}"
+    running = launch("simulation.launch.py", "urdf:=planar_2r", f"namespace:={namespace}")
+    deadline = time.monotonic() + START_TIMEOUT + 3 * COLD_SECONDS[ALL]
+    while running.output().count("robot 'planar_2r' from ") < 3 and not running.ended() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    nodes = [pid for pid in running.members() if pid != running.process.pid]
+    assert len(nodes) == 3, f"not three nodes running: {nodes}\n{running.output()}"
+    os.kill(running.process.pid, signal.SIGKILL)
+    running.process.wait(10)
+    deadline = time.monotonic() + STOP_TIMEOUT
+    while [pid for pid in nodes if not _zombie(pid)] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in nodes if not _zombie(pid)], f"nodes still running after ros2 launch was killed:\n" \
+                                                            f"{running.output()}"
+
+
 def test_a_node_that_ends_ends_the_whole_launch(launch, tmp_path):
     """The dynamics node refuses its params file (exit 2): the simulator and the trajectory
     publisher, useless without it, are stopped too, and the launch ends."""

@@ -260,12 +260,14 @@ SWALLOWED = """
 import time
 import robot_dynamics_executables
 robot_dynamics_executables.stop_on_signals()
-print("starting", flush=True)
-while True:
-    try:
+try:
+    print("starting", flush=True)
+    while True:
         time.sleep(0.01)
-    except SystemExit:
-        pass
+except SystemExit:
+    pass
+while True:  # the start goes on
+    time.sleep(0.01)
 """
 
 

@@ -6,6 +6,7 @@ message naming it and leaves nothing running; and a node that ends (a bad parame
 the whole launch, since the other nodes of a loop cannot work without it.
 """
 
+import os
 import re
 import signal
 import subprocess
@@ -17,7 +18,8 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from ..robots import urdf_file
+from ..robots import PACKAGE, urdf_file
+from .processes import LAUNCHER_PID, die_with_parent
 
 INTERRUPTED = 128 + signal.SIGINT  # the exit status of a process ended by a Ctrl-C (robot-dynamics compile's)
 
@@ -109,8 +111,6 @@ def compile_ahead(*parts):
     process group, so a Ctrl-C ends it too. If it fails, each node compiles its own kernels, saying so."""
     import launch.logging
 
-    from .processes import die_with_parent
-
     log = launch.logging.get_logger("robot_dynamics")
     status = subprocess.run([sys.executable, "-m", "robot_dynamics_executables", "compile", *parts],
                             stdin=subprocess.DEVNULL,
@@ -135,9 +135,12 @@ def launch_nodes(graph, namespace):
                 launch.logging.get_logger("robot_dynamics").warning(
                     f"params file {str(layer)!r}: none of its sections ({', '.join(sections)}) applies to the node "
                     f"{fully_qualified}, which runs on its defaults for what the file sets (name it, or use /**)")
+    # our nodes end with this process however it ends, SIGKILL included (processes.end_with_launcher)
+    launcher = {LAUNCHER_PID: str(os.getpid())}
     return [
         Node(package=node.package, executable=node.executable, name=node.name, namespace=namespace,
              output="screen", parameters=[_layer(layer) for layer in node.parameters],
+             additional_env=launcher if node.package == PACKAGE else None,
              on_exit=Shutdown(reason=f"{node.name} ended"))
         for node in graph
     ]

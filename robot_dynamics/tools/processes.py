@@ -10,8 +10,9 @@ wiring as ``launch/*.launch.py``, where ``ros2 launch`` is not installed. Nothin
   private ``ROS_DOMAIN_ID``.
 - :class:`NodeProcess` starts one node and stops it (SIGINT, then SIGTERM, then SIGKILL).
 - :func:`start_graph` starts a graph; :func:`stop_all` stops it.
-- :func:`die_with_parent` and :func:`interrupt_on_sigterm`: no child outlives the program that
-  started it, whatever ends that program.
+- :func:`die_with_parent`, :func:`end_with_launcher` and :func:`interrupt_on_sigterm`: no child
+  outlives the program that started it (``robot-dynamics``, ``ros2 launch``), whatever ends that
+  program.
 """
 
 import json
@@ -60,15 +61,8 @@ def executable(name):
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when the thread that forked it ends
 
 
-def die_with_parent():
-    """The ``preexec_fn`` of every child process the package starts (None where the OS cannot do it).
-
-    On Linux the child asks, between fork and exec, for SIGTERM when the thread that started it
-    ends (``prctl(PR_SET_PDEATHSIG)``, kept across exec): whatever ends the parent, SIGKILL, a crash
-    or the OOM killer included, the child then stops as on any SIGTERM (a node: cleanly, status 0).
-    A child whose parent ended between the fork and that call ends at once. Start children from a
-    thread that outlives them (the main thread): the signal comes when that *thread* ends.
-    """
+def _prctl():
+    """libc's ``prctl`` (None where the OS has none)."""
     if not sys.platform.startswith("linux"):
         return None
     import ctypes  # (here: the demo's and the CLI's imports stay light)
@@ -79,6 +73,21 @@ def die_with_parent():
         return None
     prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
     prctl.restype = ctypes.c_int
+    return prctl
+
+
+def die_with_parent():
+    """The ``preexec_fn`` of every child process the package starts (None where the OS cannot do it).
+
+    On Linux the child asks, between fork and exec, for SIGTERM when the thread that started it
+    ends (``prctl(PR_SET_PDEATHSIG)``, kept across exec): whatever ends the parent, SIGKILL, a crash
+    or the OOM killer included, the child then stops as on any SIGTERM (a node: cleanly, status 0).
+    A child whose parent ended between the fork and that call ends at once. Start children from a
+    thread that outlives them (the main thread): the signal comes when that *thread* ends.
+    """
+    prctl = _prctl()
+    if prctl is None:
+        return None
     parent = os.getpid()
 
     def in_child():  # (after fork: nothing that takes a lock another thread of the parent may hold)
@@ -87,6 +96,26 @@ def die_with_parent():
             os._exit(128 + signal.SIGTERM)
 
     return in_child
+
+
+#: The environment variable in which the launch files (:func:`~robot_dynamics.tools.launch_nodes.launch_nodes`)
+#: give each node the pid of ``ros2 launch``, which started it.
+LAUNCHER_PID = "ROBOT_DYNAMICS_LAUNCHER_PID"
+
+
+def end_with_launcher():
+    """In a node a launch file started (:data:`LAUNCHER_PID` set): the same death signal as
+    :func:`die_with_parent`, asked for by the node itself, since launch_ros starts its processes
+    without it: a ``ros2 launch`` killed with SIGKILL (or crashed, or OOM-killed) then leaves no node
+    running. A node started any other way (``ros2 run``, ``nohup``) is left as it is. A launch that
+    ended before the call ends the node at once, by the same SIGTERM."""
+    launcher = os.environ.pop(LAUNCHER_PID, "")
+    prctl = _prctl() if launcher else None
+    if prctl is None:
+        return
+    prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if str(os.getppid()) != launcher:
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 class Terminated(KeyboardInterrupt):
