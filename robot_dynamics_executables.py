@@ -7,8 +7,8 @@ Ctrl-C in that time would end the process with Python's default, a ``KeyboardInt
 No module of the package imports this one.
 
 - A node: SIGINT and SIGTERM end it with status 0 from its first instruction on
-  (:func:`stop_on_signals`), within :data:`STOP_GRACE` s even when code it imports swallows the
-  stop; once its command line is read, its kernels are loaded from numba's
+  (:func:`stop_on_signals`), within :data:`SWALLOWED_STOP_GRACE` s even when code it imports
+  swallows the stop; once its command line is read, its kernels are loaded from numba's
   cache, or compiled, saying so, if nothing compiled them ahead (``robot-dynamics compile``), during
   which a signal ends it at once; then :func:`robot_dynamics.nodes.runner.run_node` spins it and
   reads the signals itself.
@@ -24,7 +24,7 @@ import threading
 INTERRUPTED = 128 + signal.SIGINT
 """The exit status of ``robot-dynamics compile`` ended by a Ctrl-C (a shell's for a process ended by SIGINT)."""
 
-STOP_GRACE = 3.0
+SWALLOWED_STOP_GRACE = 3.0
 """s from a stop signal during a node's start to a forced exit with status 0, should it still run then:
 the handler's SystemExit can be swallowed by the code it lands in (numpy.random's C extension, while
 numba imports it, clears it), and the start would go on with the signals ignored."""
@@ -34,7 +34,7 @@ def _stop_now(signum, frame):
     # a second signal while the first one's SystemExit unwinds must not interrupt the unwinding
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
-    _exit_unless_ended_within(STOP_GRACE)
+    _exit_unless_ended_within(SWALLOWED_STOP_GRACE)
     raise SystemExit(0)
 
 

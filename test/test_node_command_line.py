@@ -272,7 +272,7 @@ while True:  # the start goes on
 
 
 def test_a_stop_signal_swallowed_during_the_start_still_ends_the_process_with_status_0():
-    from robot_dynamics_executables import STOP_GRACE
+    from robot_dynamics_executables import SWALLOWED_STOP_GRACE as STOP_GRACE
 
     proc = subprocess.Popen([sys.executable, "-c", SWALLOWED], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

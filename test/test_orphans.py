@@ -19,7 +19,7 @@ import pytest
 
 from robot_dynamics.tools import processes
 
-GONE_TIMEOUT = 15.0  # s: a node ends within STOP_GRACE (3 s) of SIGTERM; more on a busy machine
+GONE_TIMEOUT = 15.0  # s: a node ends within STOP_GRACE (4 s) of SIGTERM; more on a busy machine
 
 
 def session_members(session):

@@ -14,9 +14,10 @@ from rclpy.node import Node
 
 __all__ = ["run_node", "stop_handler"]
 
-#: s from SIGINT/SIGTERM to a forced exit when the node has not ended by then (launch escalates to
-#: SIGTERM after 5 s, then SIGKILL)
-STOP_GRACE = 3.0
+#: s from SIGINT/SIGTERM to a forced exit when the node has not ended by then: below launch's
+#: escalation to SIGTERM (after 5 s, then SIGKILL), above the middleware's slowest teardown seen (a
+#: node's destroy took over 3 s once on a loaded 2-core machine; 0.2 s is usual)
+STOP_GRACE = 4.0
 
 
 def stop_handler(stop: list) -> Callable:
