@@ -18,11 +18,11 @@ import numpy as np
 from .batches import as_states, matching, unbatch
 from .jit import njit
 from .kernels import (
-    POSE_COLUMNS, ZERO3, add_joint_pair, check_motion, composite_rigid_body, finite, forward_state, inertia, jacobian_column,
-    joint_poses, joint_rate, newton_euler, pose, store, vec, workspace, world_poses,
+    POSE_COLUMNS, add_joint_pair, check_motion, composite_rigid_body, finite, forward_state, inertia, joint_poses,
+    newton_euler, pose, store, workspace, world_poses, world_twist,
 )
 from .model import MASS, PARENT
-from .spatial import add, force_cross_matrix, inertia_to_parent, motion_cross, scale, spatial_inertia_matrix
+from .spatial import force_cross_matrix, inertia_to_parent, motion_cross, spatial_inertia_matrix
 from .wrenches import external_torques
 
 # An absent qd/qdd for gravity: a global array is a compile-time constant to numba, so gravity's
@@ -218,14 +218,7 @@ def _coriolis(topology, bodies, q, qd):
         world_poses(topology, poses, world)
         for i in range(nb):
             R, p = pose(world, i)
-            w, u = jacobian_column(bodies, world, i, ZERO3)  # S_i
-            rate = joint_rate(topology, bodies, qd, k, i)
-            omega, v = scale(w, rate), scale(u, rate)
-            parent = topology[i, PARENT]
-            if parent >= 0:
-                omega, v = add(vec(twists, parent, 0), omega), add(vec(twists, parent, 3), v)
-            store(twists, i, 0, omega)
-            store(twists, i, 3, v)
+            (w, u), (omega, v) = world_twist(topology, bodies, world, qd, k, i, twists)  # S_i, V_i
             rate_w, rate_u = motion_cross(omega, v, w, u)  # Sdot_i = V_i x S_i
             store(screws, i, 0, w)
             store(screws, i, 3, u)

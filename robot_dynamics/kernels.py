@@ -378,6 +378,38 @@ def jacobian_column(bodies, world, j, origin):
     return w, add(u, cross(w, sub(origin, p)))
 
 
+@inline
+def add_frame_jacobian(topology, bodies, world, body, origin, J):
+    """``J += J_o``, the world-aligned Jacobian ``(6, n)`` (angular rows first) of the world point
+    ``origin`` carried by ``body``: the :func:`jacobian_column` of ``body`` and of each ancestor, on the
+    coordinates through the coupling map (``J = J_joints E``, Lynch & Park eq. 5.11)."""
+    j = body
+    while j >= 0:
+        angular, linear = jacobian_column(bodies, world, j, origin)
+        for m in range(topology[j, MASTERS]):
+            c, factor = topology[j, FIRST_MASTER + m], bodies[j, FIRST_FACTOR + m]
+            for r in range(3):
+                J[r, c] += factor * angular[r]
+                J[3 + r, c] += factor * linear[r]
+        j = topology[j, PARENT]
+
+
+@inline
+def world_twist(topology, bodies, world, qd, k, i, twists):
+    """Body ``i``'s twist about the world origin, ``V_i = V_parent + S_i qd_i`` (``S_i``: its
+    :func:`jacobian_column` at the origin; Lynch & Park eq. 5.11), stored in ``twists[i]`` (the
+    parent's already there).  Returns ``S_i`` and ``V_i`` as ``(w, u), (omega, v)``."""
+    w, u = jacobian_column(bodies, world, i, ZERO3)
+    rate = joint_rate(topology, bodies, qd, k, i)
+    omega, v = scale(w, rate), scale(u, rate)
+    parent = topology[i, PARENT]
+    if parent >= 0:
+        omega, v = add(vec(twists, parent, 0), omega), add(vec(twists, parent, 3), v)
+    store(twists, i, 0, omega)
+    store(twists, i, 3, v)
+    return (w, u), (omega, v)
+
+
 # ----------------------------------------------------------------------------- forward dynamics
 
 @njit

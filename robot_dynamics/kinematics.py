@@ -12,10 +12,10 @@ from .dynamics import mass_matrix
 from .batches import as_states, unbatch
 from .jit import njit
 from .kernels import (
-    POSE_COLUMNS, finite, inertia, jacobian_column, joint_poses, newton_euler, point_in_world, vec, workspace,
+    POSE_COLUMNS, add_frame_jacobian, finite, inertia, joint_poses, newton_euler, point_in_world, vec, workspace,
     world_poses,
 )
-from .model import FIRST_FACTOR, FIRST_MASTER, FIRST_MOMENT, MASS, MASTERS, PARENT
+from .model import FIRST_MOMENT, MASS
 from .spatial import dot, inertia_times
 
 REFERENCES = ("world", "local")
@@ -51,16 +51,7 @@ def _world_jacobian(topology, bodies, q, body, point):
             continue
         joint_poses(topology, bodies, q, k, poses)
         world_poses(topology, poses, world)
-        origin = point_in_world(world, body, point)
-        j = body
-        while j >= 0:
-            angular, linear = jacobian_column(bodies, world, j, origin)
-            for m in range(topology[j, MASTERS]):
-                c, factor = topology[j, FIRST_MASTER + m], bodies[j, FIRST_FACTOR + m]
-                for r in range(3):
-                    J[k, r, c] += factor * angular[r]
-                    J[k, 3 + r, c] += factor * linear[r]
-            j = topology[j, PARENT]
+        add_frame_jacobian(topology, bodies, world, body, point_in_world(world, body, point), J[k])
     return J
 
 

@@ -61,12 +61,12 @@ from .cholesky import cholesky_solve
 from .control import friction_torque
 from .jit import njit
 from .kernels import (
-    POSE_COLUMNS, ZERO3, add_joint_force, finite, inertia, jacobian_column, joint_poses, joint_rate, point_in_world,
-    pose, store, vec, world_poses,
+    POSE_COLUMNS, ZERO3, add_frame_jacobian, add_joint_force, finite, inertia, joint_poses, point_in_world, pose,
+    store, vec, world_poses, world_twist,
 )
 from .kinematics import jacobian
-from .model import FIRST_FACTOR, FIRST_MASTER, MASS, MASTERS, PARENT
-from .spatial import add, dot, inertia_times, inertia_to_parent, motion_cross, scale
+from .model import MASS, PARENT
+from .spatial import dot, inertia_times, inertia_to_parent, motion_cross
 
 __all__ = ["MomentumObserver", "momentum_terms", "tip_frame", "wrench_from_torques"]
 
@@ -89,14 +89,7 @@ def _momentum_terms(topology, bodies, gravity, armature, q, qd, k, scratch, p, b
     weight = (-gravity[0], -gravity[1], -gravity[2])  # the base acceleration (0, -g) that gravity amounts to
     for i in range(nb):
         R, origin = pose(world, i)
-        w, u = jacobian_column(bodies, world, i, ZERO3)  # S_i, about the world origin
-        rate = joint_rate(topology, bodies, qd, k, i)
-        omega, v = scale(w, rate), scale(u, rate)
-        parent = topology[i, PARENT]
-        if parent >= 0:
-            omega, v = add(vec(twists, parent, 0), omega), add(vec(twists, parent, 3), v)
-        store(twists, i, 0, omega)
-        store(twists, i, 3, v)
+        (w, u), (omega, v) = world_twist(topology, bodies, world, qd, k, i, twists)  # S_i, V_i about the world origin
         store(screws, i, 0, w)
         store(screws, i, 3, u)
         mass, mc, Ibar = inertia(bodies, i, MASS)
@@ -125,16 +118,7 @@ def _momentum_terms(topology, bodies, gravity, armature, q, qd, k, scratch, p, b
         p[c] += armature[c] * qd[k, c]
     if body >= 0:
         J[:] = 0.0
-        at = point_in_world(world, body, point)
-        j = body
-        while j >= 0:
-            angular, linear = jacobian_column(bodies, world, j, at)
-            for m in range(topology[j, MASTERS]):
-                c, factor = topology[j, FIRST_MASTER + m], bodies[j, FIRST_FACTOR + m]
-                for r in range(3):
-                    J[r, c] += factor * angular[r]
-                    J[3 + r, c] += factor * linear[r]
-            j = topology[j, PARENT]
+        add_frame_jacobian(topology, bodies, world, body, point_in_world(world, body, point), J)
 
 
 @njit
