@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..observer import MomentumObserver, tip_frame
-from .parameters import Parameter, Rejected, bounded_float, float_list
+from .parameters import Parameter, Rejected, bounded_float, float_list, one_of
 
 __all__ = ["CONTACT_FIELDS", "CONTACT_PARAMETERS", "CONTACT_TOPICS", "REACTIONS", "CollisionDetector", "ContactPlan",
            "EffortTracker", "coerce_contact", "compile_contact"]
@@ -101,9 +101,7 @@ def coerce_contact(field: str, value):
     if field == "collision_min_duration":
         return bounded_float(param, value, 0.0, 1.0)
     if field == "collision_reaction":
-        if value not in REACTIONS:
-            raise ValueError(f"{param} must be one of {', '.join(REACTIONS)}; got {value!r}")
-        return value
+        return one_of(param, value, REACTIONS)
     raise KeyError(field)
 
 

@@ -15,7 +15,9 @@ import numpy as np
 from .. import control
 from ..data import Data
 from ..model import RobotModel, given_limits
-from .parameters import LOCK, MOTOR_PARAMETERS, Parameter, duplicates, float_list, name_list, require_joints, with_armature
+from .parameters import (
+    LOCK, MOTOR_PARAMETERS, Parameter, duplicates, float_list, name_list, one_of, require_joints, with_armature,
+)
 from .contact_plan import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, compile_contact
 from .safety import Plausibility, check_gains, check_gravity, check_payload, check_outputs_finite, check_outputs_plausible
 from .task_space_inputs import TASK_PARAMETERS, TASK_TOPICS, TaskSpaceFields, coerce_task_setting, compile_task
@@ -161,9 +163,7 @@ def coerce_setting(field: str, value):
     if field == "armature":
         return float_list(field, value, strict=False)
     if field == "command_source":
-        if value not in COMMAND_SOURCES:
-            raise ValueError(f"command_source must be one of {', '.join(COMMAND_SOURCES)}; got {value!r}")
-        return value
+        return one_of(param, value, COMMAND_SOURCES)
     if field == "payload_link":
         return str(value)
     if field in ("payload_mass", "friction_velocity", "state_timeout", "desired_timeout", "max_position_error"):

@@ -18,7 +18,7 @@ import numpy as np
 
 __all__ = [
     "DESCRIPTION_PARAMETERS", "LOCK", "MOTOR_PARAMETERS", "Parameter", "Rejected", "bounded_float", "duplicates", "float_list",
-    "motor_values", "name_list", "require_joints", "with_armature",
+    "motor_values", "name_list", "one_of", "require_joints", "with_armature",
 ]
 
 #: parameter types (rclpy's ParameterType names); ``None``: dynamically typed
@@ -155,6 +155,13 @@ def bounded_float(name: str, value, low: float, high: float, low_open: bool = Fa
     if not (math.isfinite(value) and (value > low if low_open else value >= low) and value <= high):
         bound = f"> {low:g}" if low_open else f">= {low:g}"
         raise ValueError(f"{name} must be {bound} and <= {high:g}, got {value!r}")
+    return value
+
+
+def one_of(name: str, value, choices: Sequence[str]) -> str:
+    """A string parameter ``name`` that must be one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
     return value
 
 

@@ -17,7 +17,10 @@ from ..data import Data
 from ..elastic import links_only, stiffness_vector
 from ..model import RobotModel, given_limits
 from ..simulation import DEFAULT_FRICTION_VELOCITY, INTEGRATORS
-from .parameters import MOTOR_PARAMETERS, Parameter, bounded_float, float_list, motor_values, name_list, require_joints, with_armature
+from .parameters import (
+    MOTOR_PARAMETERS, Parameter, bounded_float, float_list, motor_values, name_list, one_of, require_joints,
+    with_armature,
+)
 from .safety import Plausibility, check_gravity, check_outputs_finite, check_outputs_plausible, reference_state
 from .simulator_contact import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, contact_model
 
@@ -159,13 +162,9 @@ def coerce_setting(name: str, value):
     if name == "command_timeout":
         return bounded_float(name, value, 0.0, 3600.0)
     if name == "on_command_timeout":
-        if value not in ON_COMMAND_TIMEOUT:
-            raise ValueError(f"on_command_timeout must be one of {', '.join(ON_COMMAND_TIMEOUT)}; got {value!r}")
-        return value
+        return one_of(name, value, ON_COMMAND_TIMEOUT)
     if name == "integrator":
-        if value not in INTEGRATORS:
-            raise ValueError(f"integrator must be one of {', '.join(INTEGRATORS)}; got {value!r}")
-        return value
+        return one_of(name, value, INTEGRATORS)
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be true or false, got {value!r}")
     return value

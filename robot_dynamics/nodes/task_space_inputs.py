@@ -16,7 +16,7 @@ import numpy as np
 
 from ..task_control import MODES, TaskSpaceSettings, TaskTarget, default_axes
 from ..task_space import AXES
-from .parameters import Parameter, Rejected, float_list
+from .parameters import Parameter, Rejected, float_list, one_of
 
 __all__ = ["TASK_PARAMETERS", "TaskSpaceFields", "TaskSpaceInputs", "coerce_task_setting", "compile_task"]
 
@@ -76,9 +76,7 @@ def coerce_task_setting(field: str, value):
     param = next(p.name for p in TASK_PARAMETERS if p.field == field)
     if field in ("task_mode", "task_frame"):
         value = str(value)
-        if field == "task_mode" and value not in MODES:
-            raise ValueError(f"{param} must be one of {' | '.join(MODES)}, got {value!r}")
-        return value
+        return one_of(param, value, MODES) if field == "task_mode" else value
     if field == "task_directions":
         names = () if value is None else value
         if not isinstance(names, (list, tuple)) or not all(isinstance(a, str) for a in names):
