@@ -237,19 +237,28 @@ lock.acquire()
 """
 
 
+def _stop_a_script(script, ready, signals, grace):
+    """Run ``script``, wait for its line ``ready``, then send it ``signals`` 50 ms apart: its exit status,
+    its stderr and the seconds from the first signal to its exit (given up ``grace`` + 15 s after it)."""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == ready
+        signalled = time.monotonic()
+        for k, sig in enumerate(signals):
+            time.sleep(0.05 if k else 0.0)
+            proc.send_signal(sig)
+        _, err = proc.communicate(timeout=grace + 15.0)
+        return proc.returncode, err, time.monotonic() - signalled
+    finally:
+        proc.kill()
+
+
 def test_a_process_stuck_after_the_stop_signal_ends_with_every_threads_stack():
     from robot_dynamics.nodes.runner import STOP_GRACE
 
-    proc = subprocess.Popen([sys.executable, "-c", STUCK], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline() == "stuck\n"
-        signalled = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=STOP_GRACE + 15.0)
-    finally:
-        proc.kill()
-    assert proc.returncode == 1, err
-    assert STOP_GRACE <= time.monotonic() - signalled < STOP_GRACE + 10.0
+    code, err, seconds = _stop_a_script(STUCK, "stuck\n", [signal.SIGINT], STOP_GRACE)
+    assert code == 1, err
+    assert STOP_GRACE <= seconds < STOP_GRACE + 10.0
     assert f"Timeout (0:00:0{STOP_GRACE:g})!" in err
     assert 'File "<string>", line 8' in err  # the main thread's stack, at the second acquire
 
@@ -274,18 +283,9 @@ while True:  # the start goes on
 def test_a_stop_signal_swallowed_during_the_start_still_ends_the_process_with_status_0():
     from robot_dynamics_executables import SWALLOWED_STOP_GRACE as STOP_GRACE
 
-    proc = subprocess.Popen([sys.executable, "-c", SWALLOWED], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline() == "starting\n"
-        signalled = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=STOP_GRACE + 15.0)
-    finally:
-        proc.kill()
-    assert proc.returncode == 0, err
-    assert STOP_GRACE <= time.monotonic() - signalled < STOP_GRACE + 10.0
+    code, err, seconds = _stop_a_script(SWALLOWED, "starting\n", [signal.SIGINT, signal.SIGINT], STOP_GRACE)
+    assert code == 0, err
+    assert STOP_GRACE <= seconds < STOP_GRACE + 10.0
     assert f"still running {STOP_GRACE:g} s after the stop signal" in err and "Traceback" not in err
 
 
