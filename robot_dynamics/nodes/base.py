@@ -24,7 +24,7 @@ import robot_dynamics as rd
 
 from .description import DescriptionSource, steady_timer
 from .parameters import LOCK
-from .ros_parameters import declare_settings, fatal_parameter, lock_reason, watch_settings
+from .ros_parameters import declare_settings, fatal_parameter, lock_reason, refusal, watch_settings
 from .safety import closest_name, cut, description_text
 
 __all__ = ["DIAGNOSTICS_PERIOD", "OUTPUT_QOS", "RobotNode"]
@@ -124,11 +124,12 @@ class RobotNode(Node):
             return
         try:
             plan = self.make_plan(base, self._settings)
-        except ValueError as exc:
+        except Exception as exc:  # noqa: BLE001 - a computation the parameters make fail: their fault, said
             self._pending_base, self._pending_source = base, source
             if self._plan is None:
                 self._model_source = source
-            self.set_model_status(level, f"robot {base.name!r} from {source} does not fit the parameters: {exc}{keep}")
+            self.set_model_status(level, f"robot {base.name!r} from {source} does not fit the parameters: "
+                                         f"{refusal(exc)}{keep}")
             return
         self._take(base, plan, source, self._settings)
 
@@ -138,9 +139,13 @@ class RobotNode(Node):
         xml = self.get_parameter("robot_description").value
         if xml:
             try:
-                self.make_plan(rd.load_urdf(description_text(xml)), self._settings)
+                base = rd.load_urdf(description_text(xml))
             except Exception as exc:  # noqa: BLE001 - whatever the parser says, it is the parameter's fault
                 fatal_parameter(self, cut(f"robot_description: {exc}"))
+            try:
+                self.make_plan(base, self._settings)
+            except Exception as exc:  # noqa: BLE001 - the other parameters do not fit this robot: say which
+                fatal_parameter(self, cut(f"robot {base.name!r} (robot_description): {refusal(exc)}"))
 
     def _warn_unknown_parameters(self) -> None:
         """Name each parameter given to the node (params file, ``-p``) that it does not have."""
@@ -159,7 +164,7 @@ class RobotNode(Node):
                 try:
                     self.make_plan(rd.load_urdf(description_text(p.value)), self._settings)
                 except Exception as exc:  # noqa: BLE001 - whatever the parser says, the change is refused
-                    return SetParametersResult(successful=False, reason=cut(f"robot_description: {exc}"))
+                    return SetParametersResult(successful=False, reason=cut(f"robot_description: {refusal(exc)}"))
         return SetParametersResult(successful=True)
 
     def set_parameters(self, parameter_list):
@@ -184,13 +189,27 @@ class RobotNode(Node):
             names = ", ".join(p.name for p in params)
             self.get_logger().warn(cut(f"parameter change of {names} rejected: {result.reason}"))
 
-    def _take(self, base, plan, source: str, old_settings) -> None:
+    def _take(self, base, plan, source: str, old_settings) -> bool:
+        """Install ``plan`` (made from ``base``); should installing fail, the node keeps what it had
+        (the previous plan, or none), says why in the log and ``/diagnostics`` and returns False:
+        never raises."""
+        kept = (self._base, self._pending_base, self._pending_source, self._model_source)
         if base is not self._base:
             self._pending_base = None
             self._model_source = source
         self._base = base
-        self.install(plan, source, old_settings)
+        try:
+            self.install(plan, source, old_settings)
+        except Exception as exc:  # noqa: BLE001 - a node that cannot install a plan keeps the one it has
+            self._base, self._pending_base, self._pending_source, self._model_source = kept
+            if self._plan is None:
+                self._pending_base, self._pending_source = base, source
+            keep = f"; keeping the previous model {self._base.name!r}" if self._plan is not None else ""
+            self.set_model_status(DiagnosticStatus.WARN if keep else DiagnosticStatus.ERROR,
+                                  f"robot {base.name!r} from {source} with these parameters: {refusal(exc)}{keep}")
+            return False
         self._plan = plan
+        return True
 
     def _fit(self, settings):
         """``(base, plan, source)`` for ``settings`` on the pending description if it now fits, else
@@ -208,15 +227,17 @@ class RobotNode(Node):
             self._fit(candidate)
 
     def _apply_settings(self, candidate) -> None:
+        """Take over accepted settings (rclpy's post-set callback: never raises)."""
         old, self._settings = self._settings, candidate
         if self._plan is None and self._pending_base is None:
             return
         try:
             base, plan, source = self._fit(candidate)
-        except ValueError as exc:  # only possible while no plan is active (validated otherwise)
-            self.set_model_status(DiagnosticStatus.ERROR, f"robot {self._pending_base.name!r} loaded, but {exc}")
+        except Exception as exc:  # noqa: BLE001 - only possible while no plan is active (validated otherwise)
+            self.set_model_status(DiagnosticStatus.ERROR, f"robot {self._pending_base.name!r} loaded, but {refusal(exc)}")
             return
-        self._take(base, plan, source, old)
+        if not self._take(base, plan, source, old):
+            self._settings = old  # (the plan in use is the old settings')
 
     def set_model_status(self, level, text: str) -> None:
         """The model's status for ``/diagnostics``, logged now."""
@@ -254,7 +275,7 @@ class RobotNode(Node):
     def _on_diagnostics_timer(self) -> None:
         self._n_diagnostics += 1
         if self._plan is None and self._n_diagnostics % int(WAITING_LOG_PERIOD / DIAGNOSTICS_PERIOD) == 1:
-            if self._pending_base is None:
+            if self._waiting():
                 self.get_logger().info(self._description.waiting_for())
             else:
                 self.get_logger().warn(self._model_status[1])
@@ -264,10 +285,16 @@ class RobotNode(Node):
         """The ``("model", level, text, values)`` status: where the model comes from, or what the
         node waits for."""
         level, text = self._model_status
-        if (self._plan is None and self._pending_base is None and level == DiagnosticStatus.ERROR
-                and "failed" not in text):
+        if self._waiting():
             text = "no robot model: " + self._description.waiting_for()
         return ("model", level, text, [("source", self._model_source or "none"), *values])
+
+    def _waiting(self) -> bool:
+        """Whether the node has no model because no description came yet (not because one failed:
+        then its status says why)."""
+        level, text = self._model_status
+        return (self._plan is None and self._pending_base is None and level == DiagnosticStatus.ERROR
+                and "failed" not in text)
 
     def diagnostic_array(self, statuses) -> DiagnosticArray:
         """A DiagnosticArray stamped with the node's clock now, of ``statuses`` given as

@@ -235,7 +235,7 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
         kp=gains["kp"], kd=gains["kd"], continuous=continuous, mimic=mimic,
         state_timeout_ns=int(s.state_timeout * 1e9), desired_timeout_ns=int(s.desired_timeout * 1e9),
         plausibility=plausibility, effort_limit=given_limits(model.effort_limits)[out], data=Data(model),
-        task=compile_task(model, s),
+        task=compile_task(model, s, plausibility),
         contact=compile_contact(model, out, s),
     )
 

@@ -6,13 +6,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, NoReturn, Sequence
 
+import numpy as np
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType, SetParametersResult
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 
 from .parameters import LOCK, Parameter
+from .safety import cut
 
-__all__ = ["declare_settings", "descriptor", "fatal_parameter", "lock_reason", "watch_settings"]
+__all__ = ["declare_settings", "descriptor", "fatal_parameter", "lock_reason", "refusal", "watch_settings"]
 
 _TYPES = {
     "bool": ParameterType.PARAMETER_BOOL,
@@ -64,9 +66,17 @@ def declare_settings(node: Node, parameters: Sequence[Parameter], settings_type,
             fatal_parameter(node, exc)
         try:
             values[p.field] = coerce(p.field, declared.value)
-        except ValueError as exc:
-            fatal_parameter(node, exc)
+        except Exception as exc:  # noqa: BLE001 - a start-up value ends the node with the reason, never a traceback
+            fatal_parameter(node, refusal(exc))
     return settings_type(**values)
+
+
+def refusal(exc: BaseException) -> str:
+    """The reason a parameter change is refused for ``exc``: a ``ValueError``'s text (it names the
+    parameter), else ``computing with these parameters failed (<type>: <text>)``."""
+    if isinstance(exc, ValueError) and not isinstance(exc, np.linalg.LinAlgError):
+        return cut(str(exc))
+    return cut(f"computing with these parameters failed ({type(exc).__name__}: {exc})")
 
 
 def lock_reason(node: Node, name: str) -> str:
@@ -84,7 +94,9 @@ def watch_settings(node: Node, parameters: Sequence[Parameter], current: Callabl
     ``current()`` gives the node's settings now. A change is coerced into a candidate ``Settings``
     by ``coerce(field, value)``; that or ``check(candidate)`` raising ``ValueError`` rejects the
     change: the old value stays, and the reason goes back to the caller (the node logs it). Once rclpy has set an accepted change,
-    ``apply(candidate)`` takes it over.
+    ``apply(candidate)`` takes it over. Neither callback ever raises (an exception would end the
+    node): any other exception of ``coerce`` or ``check`` refuses the change too, its type and text
+    the reason (:func:`refusal`); ``apply`` handles its own failures.
     """
     fields = {p.name: p.field for p in parameters}
 
@@ -97,8 +109,8 @@ def watch_settings(node: Node, parameters: Sequence[Parameter], current: Callabl
             changed = candidate(params)
             if changed is not None:
                 check(changed)
-        except ValueError as exc:  # (logged by the node's set_parameters)
-            return SetParametersResult(successful=False, reason=str(exc))
+        except Exception as exc:  # noqa: BLE001 - (logged by the node's set_parameters)
+            return SetParametersResult(successful=False, reason=refusal(exc))
         return SetParametersResult(successful=True)
 
     def take_over(params) -> None:

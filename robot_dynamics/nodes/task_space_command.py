@@ -11,9 +11,7 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped
 
-from ..data import BIAS, GRAVITY, MASS, WORLD, compute_terms
-from ..kinematics import frame_pose
-from ..task_control import TaskTarget, task_space_torque
+from ..task_control import task_space_torque
 from .parameters import Rejected
 from .task_space_inputs import TaskSpaceInputs
 
@@ -38,12 +36,8 @@ class TaskSpaceCommand:
             self.inputs = None
         elif self.inputs is None or self.inputs.root != root:
             self.inputs = TaskSpaceInputs(root)
+        # (the law was computed at its rest pose when the plan was made: compiled then, not in the first cycle)
         self._subscribe(plan.task is not None)
-        if plan.task is not None:  # compiled (or loaded from numba's cache) now, not in the first control cycle
-            rest, rates = np.asarray(plan.task.rest, dtype=float), np.zeros(plan.model.nv)
-            compute_terms(plan.data, rest, rates, GRAVITY | BIAS | MASS | WORLD)
-            task_space_torque(plan.model, plan.task, rest, rates, TaskTarget(frame_pose(plan.model, rest, plan.task.frame)),
-                              plan.data)
         self.last = None
 
     def _subscribe(self, wanted: bool) -> None:

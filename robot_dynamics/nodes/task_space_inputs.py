@@ -14,9 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..task_control import MODES, TaskSpaceSettings, TaskTarget, default_axes
-from ..task_space import AXES
+from ..control import cartesian_impedance_torque, operational_space_torque
+from ..data import BIAS, GRAVITY, MASS, WORLD, Data, compute_terms
+from ..kinematics import frame_pose
+from ..task_control import MODES, TaskSpaceSettings, TaskTarget, default_axes, task_space_torque
+from ..task_space import AXES, frame_state_from_data
 from .parameters import Parameter, Rejected, float_list, one_of
+from .safety import UNLIMITED_POSITION, Plausibility, cut
 
 __all__ = ["TASK_PARAMETERS", "TaskSpaceFields", "TaskSpaceInputs", "coerce_task_setting", "compile_task"]
 
@@ -101,34 +105,99 @@ def coerce_task_setting(field: str, value):
 
 
 def _rest_pose(model, posture):
+    """The posture PD's rest pose: ``task_space.posture`` within the joint limits (within
+    ``UNLIMITED_POSITION`` on a joint without), or the middle of each joint's limits (0 without)."""
+    lower, upper = model.position_limits[:, 0], model.position_limits[:, 1]
+    limited = np.isfinite(lower) & np.isfinite(upper) & (lower < upper)  # (a URDF <limit> of 0, 0: none)
     if posture:
         if len(posture) != model.nv:
             raise ValueError(f"task_space.posture has {len(posture)} values; give one per model joint ({model.nv}: "
                              f"{list(model.joint_names)}) or none")
-        return np.array(posture)
-    lower, upper = model.position_limits[:, 0], model.position_limits[:, 1]
-    limited, rest = np.isfinite(lower) & np.isfinite(upper), np.zeros(model.nv)
+        rest = np.array(posture)
+        low, high = np.where(limited, lower, -UNLIMITED_POSITION), np.where(limited, upper, UNLIMITED_POSITION)
+        outside = np.flatnonzero(~((rest >= low) & (rest <= high)))
+        if len(outside):
+            raise ValueError(cut("task_space.posture must lie within the joint limits (a rest pose beyond a limit "
+                                 "presses the joint into its stop): " + ", ".join(
+                                     f"{model.joint_names[i]}={rest[i]:.4g} outside [{low[i]:.4g}, {high[i]:.4g}]"
+                                     for i in outside), 600))
+        return rest
+    rest = np.zeros(model.nv)
     rest[limited] = 0.5 * (lower[limited] + upper[limited])
     return rest
 
 
-def compile_task(model, s) -> TaskSpaceSettings | None:
-    """The law's settings for ``command_source: task_space`` (None for the other sources); ValueError
-    naming the parameter otherwise."""
+def _unit_demands(model, task, data):
+    """Per law and controlled direction, the torque it asks at the rest pose (at rest) for a unit error
+    (1 m or 1 rad) and a unit velocity error (1 m/s or 1 rad/s) along that direction alone, gravity and
+    posture left out: ``J^T Lambda (kp + kd) e_i`` (computed_torque), ``J^T (K + D) e_i`` (impedance).
+    Both laws: the gains of the law not in use are checked when set, not when the mode switches."""
+    frame = frame_state_from_data(data, task.rest, task.frame)
+    J, M, zero, none = frame.jacobian[task.rows], data.M, np.zeros(len(task.rows)), np.zeros(model.nv)
+    for i, axis in enumerate(task.axes):
+        unit = np.eye(len(task.rows))[i]
+        torque, _ = operational_space_torque(J, M, none, zero, zero, unit, unit, task.kp, task.kd, none,
+                                             task.threshold)
+        yield "task_space.kp and task_space.kd", axis, torque
+        torque, _ = cartesian_impedance_torque(J, M, none, unit, unit, task.stiffness, task.damping, none,
+                                               task.threshold)
+        yield "task_space.stiffness and task_space.damping", axis, torque
+
+
+def _check_law(model, task, plausibility) -> None:
+    """``ValueError`` unless the law is computable and believed at its rest pose: each direction's unit
+    demand (:func:`_unit_demands`) and the posture PD's ``(posture_kp + posture_kd)`` within the torque
+    bound of ``plausibility`` (the rule :func:`~robot_dynamics.nodes.safety.check_gains` applies to the
+    joint-space gains), and the torque towards the rest pose's own frame pose finite."""
+    every, rest, rates = np.arange(model.nv), np.asarray(task.rest, dtype=float), np.zeros(model.nv)
+    try:
+        with np.errstate(all="ignore"):
+            data = Data(model)
+            compute_terms(data, rest, rates, GRAVITY | BIAS | MASS | WORLD)
+            for gains, axis, torque in _unit_demands(model, task, data):
+                problem = plausibility.torque_problem(every, torque)
+                if problem:
+                    raise ValueError(f"{gains} too large: a unit error and unit velocity error along {axis} at the "
+                                     f"rest pose would ask for {problem}")
+            posture = np.full(model.nv, task.posture_kp + task.posture_kd)
+            problem = plausibility.torque_problem(every, posture)
+            if problem:
+                raise ValueError("task_space.posture_kp and task_space.posture_kd too large: a 1 rad error and "
+                                 f"1 rad/s velocity error would ask for {problem}")
+            held = task_space_torque(model, task, rest, rates, TaskTarget(frame_pose(model, rest, task.frame)), data)
+    except Exception as exc:  # noqa: BLE001 - whatever fails here would fail in the control loop
+        if type(exc) is ValueError:  # (a reason given above)
+            raise
+        raise ValueError(f"the task-space law fails at the rest pose ({type(exc).__name__}: {exc})") from None
+    if not np.isfinite(held.torque).all():
+        raise ValueError("the task-space law gives non-finite torques at the rest pose")
+
+
+def compile_task(model, s, plausibility=None) -> TaskSpaceSettings | None:
+    """The law's settings for ``command_source: task_space`` (None for the other sources), checked
+    against the model (``plausibility``: its rule, by default the model's own); ValueError naming the
+    parameter otherwise. Under another source a posture of the model's size is checked all the same
+    (it is refused when set, not when the source switches)."""
     if s.command_source != "task_space":
+        if len(s.task_posture) == model.nv:
+            _rest_pose(model, s.task_posture)
         return None
     if not s.task_frame:
         raise ValueError("command_source task_space needs task_space.frame (the controlled link)")
     if s.task_frame not in model.frames:
         raise ValueError(f"task_space.frame {s.task_frame!r} is not a link of robot {model.name!r}")
+    if model.frames[s.task_frame].body < 0:
+        raise ValueError(f"task_space.frame {s.task_frame!r} is the root link or fixed to it: no joint moves it")
     axes = s.task_directions or default_axes(model.nv)
     if len(axes) > model.nv:
         raise ValueError(f"task_space.directions: {len(axes)} directions ({' '.join(axes)}) for {model.nv} joints; "
                          "choose at most as many directions as joints")
-    return TaskSpaceSettings(
+    task = TaskSpaceSettings(
         s.task_frame, s.task_mode, axes, kp=s.task_kp, kd=s.task_kd, stiffness=s.task_stiffness,
         damping=s.task_damping or None, rest=_rest_pose(model, s.task_posture),
         posture_kp=s.task_posture_kp, posture_kd=s.task_posture_kd)
+    _check_law(model, task, plausibility or Plausibility(model))
+    return task
 
 
 #: the largest magnitude believed in a desired pose's position (m), twist or acceleration (SI): beyond
