@@ -153,3 +153,111 @@ def test_a_bad_posture_at_start_is_named_never_waited_on(harness):  # noqa: F811
                "task_space.posture must lie within the joint limits" in text
     finally:
         node.destroy_node()
+
+
+# --- simulator_node: contact -------------------------------------------------------------------------
+FLOOR = [0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
+
+
+def contact_settings(**values):
+    from robot_dynamics.nodes.simulator_plan import Settings as SimulatorSettings
+
+    return SimulatorSettings(**{"contact_planes": tuple(FLOOR), "contact_links": ("arm7_tcp",),
+                                "contact_spheres": (0.0, 0.0, 0.0, 0.02), **values})
+
+
+def test_contact_parameters_beyond_the_robot_are_refused_with_the_reason():
+    from robot_dynamics.nodes.simulator_plan import coerce_setting, make_plan as make_simulation
+
+    model = rd.load_urdf(ARM7)  # reach 1.709 m (robot_size): planes within 17.09 m of the root
+    cases = [
+        ({"contact_planes": (0.0, 0.0, 1e300, 0.0, 0.0, 1.0)}, "beyond 10 times the robot's reach (17.09 m)"),
+        ({"contact_planes": (0.0, 0.0, 17.2, 0.0, 0.0, 1.0)}, "is 17.2 m from the root"),
+        ({"contact_spheres": (0.0, 0.0, 0.0, 1e300)}, "radius 1e+300: the centre must lie within the robot's reach"),
+        ({"contact_spheres": (0.0, 0.0, 1.8, 0.01)}, "within the robot's reach (1.709 m) of its link"),
+        ({"contact_links": ("arm7_tcp",) * 9, "contact_spheres": (0.0, 0.0, 0.0, 0.01) * 9,
+          "contact_planes": tuple(FLOOR) * 8}, "9 contact spheres and 8 planes make 72 pairs, more than 64"),
+        # a plane the arm starts 1 m inside: 1e7 N on the tool at the initial state (and after every ~/reset)
+        ({"contact_planes": (0.0, 0.0, 1.5, 0.0, 0.0, 1.0), "contact_stiffness": 1e7},
+         "at the initial state, contact wrench on arm7_tcp"),
+    ]
+    for values, reason in cases:
+        with pytest.raises(ValueError, match=reason.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")):
+            make_simulation(model, contact_settings(**values))
+    for name, count, width in (("contact_spheres", 10_000, 4), ("contact_planes", 65, 6), ("contact_links", 65, 1)):
+        value = ["arm7_tcp"] * count if width == 1 else [0.0] * (width * count)
+        with pytest.raises(ValueError, match=f"has {count} entries, more than 64"):
+            coerce_setting(name, value)
+    plan = make_simulation(model, contact_settings(contact_planes=tuple(FLOOR) * 4, contact_links=("arm7_tcp",) * 16,
+                                                   contact_spheres=(0.0, 0.0, 0.0, 0.01) * 16))
+    assert plan.contact.enabled and len(plan.contact.spheres) == 16 and len(plan.contact.planes) == 4
+
+
+def test_contact_wrenches_beyond_the_rule_are_not_believed():
+    """1000 times the robot's weight (17.8 kg: 174.6 kN) and that force at its reach (1.709 m)."""
+    from robot_dynamics.nodes.simulator_contact import plausible_wrenches
+
+    check = Plausibility(rd.load_urdf(ARM7))
+    force = 1000 * 9.80665 * 17.8
+    believed, problem = plausible_wrenches(check, {"a": np.array([0, 0, 0, 0, 0, 0.99 * force]),
+                                                   "b": np.array([0, 0, 0, 0, 0, 1.01 * force]),
+                                                   "c": np.array([0, 0, 1.01 * force * 1.7094405, 0, 0, 0]),
+                                                   "d": np.array([0, 0, 0, 1e304, 0, 0])})
+    assert list(believed) == ["a"] and problem.startswith("contact wrench on b [0.0, 0.0, 0.0, 0.0, 0.0, 176")
+
+
+def simulator_node(harness, namespace, **params):  # noqa: F811
+    from robot_dynamics.nodes.simulator_node import SimulatorNode
+
+    return InProcess(harness, SimulatorNode, namespace, {
+        "robot_description": ARM7, "real_time_factor": 0.0, "publish_clock": True, "publish_rate": 100.0,
+        "gravity": [0.0, 0.0, 0.0], "contact.planes": FLOOR, "contact.links": ["arm7_tcp"],
+        "contact.spheres": [0.0, 0.0, 0.0, 0.02], **params})
+
+
+def test_contact_links_and_spheres_resize_one_parameter_at_a_time(harness):  # noqa: F811
+    sim = simulator_node(harness, f"/contact_resize_{next(NAMESPACES)}")
+    try:
+        assert sim.node._plan.contact.enabled
+        assert set_one(sim, "contact.links", ["arm7_tcp", "arm7_hand"]).successful
+        assert not sim.node._plan.contact.enabled  # mismatched: no contact until the spheres follow
+        assert set_one(sim, "contact.spheres", [0.0, 0.0, 0.0, 0.02, 0.0, 0.0, 0.05, 0.03]).successful
+        contact = sim.node._plan.contact
+        assert contact.enabled and [s[0] for s in contact.spheres] == ["arm7_tcp", "arm7_hand"]
+        assert [s[2] for s in contact.spheres] == [0.02, 0.03]
+        assert set_one(sim, "contact.spheres", []).successful  # a point at each link's origin
+        assert set_one(sim, "contact.links", []).successful and not sim.node._plan.contact.enabled
+        result = set_one(sim, "contact.links", ["nowhere"])
+        assert not result.successful and "are not links of robot 'arm7_gripper'" in result.reason
+    finally:
+        sim.close()
+
+
+def test_an_absurd_plane_is_refused_and_reset_recovers(harness):  # noqa: F811
+    from std_srvs.srv import Trigger
+    from sensor_msgs.msg import JointState
+    from geometry_msgs.msg import WrenchStamped
+    from test_plausible_nodes import QOS
+
+    sim = simulator_node(harness, f"/contact_reset_{next(NAMESPACES)}")
+    try:
+        wrenches = harness.collect(WrenchStamped, sim.topic("contact_wrenches"), QOS)
+        states = harness.collect(JointState, sim.topic("joint_states"), QOS)
+        states.wait_for(what="the first joint_states")
+        for name, value in (("contact.planes", [0.0, 0.0, 1e300, 0.0, 0.0, 1.0]),
+                            ("contact.spheres", [0.0, 0.0, 0.0, 1e300])):
+            result = set_one(sim, name, value)
+            assert not result.successful and "reach" in result.reason, result.reason
+        answer = harness.call(Trigger, f"{sim.node.get_fully_qualified_name()}/reset", Trigger.Request())
+        assert answer.success
+        import time as _time
+
+        since = _time.monotonic()
+        states.wait_for(lambda m: m.header.stamp.sec >= 1, since=since, timeout=30.0, what="1 s simulated after ~/reset")
+        assert not sim.node._failure
+        bound = 1000 * 9.80665 * 17.8
+        for m in list(wrenches.messages):
+            force = np.array([m.wrench.force.x, m.wrench.force.y, m.wrench.force.z])
+            assert np.linalg.norm(force) <= bound, force
+    finally:
+        sim.close()

@@ -222,9 +222,12 @@ class RobotNode(Node):
                     raise
         return self._base, self.make_plan(self._base, settings), self._model_source
 
-    def _check_settings(self, candidate) -> None:
-        if self._plan is not None:
-            self._fit(candidate)
+    def _check_settings(self, candidate) -> tuple:
+        """``ValueError`` unless ``candidate`` fits the model; the plan's notes it did not have (warnings)."""
+        if self._plan is None:
+            return ()
+        _, plan, _ = self._fit(candidate)
+        return tuple(note for note in getattr(plan, "notes", ()) if note not in getattr(self._plan, "notes", ()))
 
     def _apply_settings(self, candidate) -> None:
         """Take over accepted settings (rclpy's post-set callback: never raises)."""

@@ -93,7 +93,8 @@ def watch_settings(node: Node, parameters: Sequence[Parameter], current: Callabl
 
     ``current()`` gives the node's settings now. A change is coerced into a candidate ``Settings``
     by ``coerce(field, value)``; that or ``check(candidate)`` raising ``ValueError`` rejects the
-    change: the old value stays, and the reason goes back to the caller (the node logs it). Once rclpy has set an accepted change,
+    change: the old value stays, and the reason goes back to the caller (the node logs it); what
+    ``check`` returns (texts) is logged as warnings of an accepted change. Once rclpy has set an accepted change,
     ``apply(candidate)`` takes it over. Neither callback ever raises (an exception would end the
     node): any other exception of ``coerce`` or ``check`` refuses the change too, its type and text
     the reason (:func:`refusal`); ``apply`` handles its own failures.
@@ -107,10 +108,11 @@ def watch_settings(node: Node, parameters: Sequence[Parameter], current: Callabl
     def validate(params) -> SetParametersResult:
         try:
             changed = candidate(params)
-            if changed is not None:
-                check(changed)
+            warnings = check(changed) if changed is not None else ()
         except Exception as exc:  # noqa: BLE001 - (logged by the node's set_parameters)
             return SetParametersResult(successful=False, reason=refusal(exc))
+        for warning in warnings or ():
+            node.get_logger().warning(cut(f"parameter change of {', '.join(p.name for p in params)} accepted: {warning}"))
         return SetParametersResult(successful=True)
 
     def take_over(params) -> None:

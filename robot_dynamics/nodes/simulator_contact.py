@@ -7,10 +7,14 @@ about the link origin: the convention of its ``external_wrench`` input) with eve
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..contact import DEFAULT_DAMPING, DEFAULT_STIFFNESS, ContactModel
 from .parameters import Parameter, bounded_float, float_list
+from .safety import STANDARD_GRAVITY, TORQUE_FACTOR, cut, robot_size
 
-__all__ = ["CONTACT_FIELDS", "CONTACT_PARAMETERS", "CONTACT_TOPICS", "coerce_contact", "contact_model"]
+__all__ = ["CONTACT_FIELDS", "CONTACT_PARAMETERS", "CONTACT_TOPICS", "MAX_CONTACT_PAIRS", "PLANE_RANGE", "coerce_contact",
+           "contact_model", "plausible_wrenches", "wrench_problem"]
 
 #: Settings field -> default
 CONTACT_FIELDS = {
@@ -41,17 +45,32 @@ CONTACT_TOPICS = (
 )
 
 
+#: most sphere-plane pairs (spheres x planes): each pair in touch costs about 7 us of a rk4 step
+#: (``python -m robot_dynamics.tools.benchmarks.contact_count``), so 64 pairs keep a 1 kHz step of
+#: arm7_gripper within a few times real time (docs/contact.md)
+MAX_CONTACT_PAIRS = 64
+#: how far from the root a plane's point may lie, in multiples of the robot's reach
+#: (:func:`~robot_dynamics.nodes.safety.robot_size`): farther, a plane is a unit slip or garbage
+PLANE_RANGE = 10.0
+
+
 def coerce_contact(name: str, value):
     """A ``contact.*`` Settings field's value; ValueError names the parameter and the problem."""
     if name == "contact_links":
         names = tuple(value) if value is not None else ()
         if not all(isinstance(n, str) and n for n in names):
-            raise ValueError(f"contact.links must be a list of link names, got {value!r}")
+            raise ValueError(f"contact.links must be a list of link names, got {cut(repr(value), 200)}")
+        if len(names) > MAX_CONTACT_PAIRS:
+            raise ValueError(f"contact.links has {len(names)} entries, more than {MAX_CONTACT_PAIRS} (spheres x "
+                             "planes is bounded to keep the simulator real-time)")
         return names
     if name in ("contact_planes", "contact_spheres"):
         parameter = name.replace("_", ".", 1)
-        values = float_list(parameter, value, strict=False)
         width = 6 if name == "contact_planes" else 4
+        if hasattr(value, "__len__") and len(value) > width * MAX_CONTACT_PAIRS:
+            raise ValueError(f"{parameter} has {len(value) // width} entries, more than {MAX_CONTACT_PAIRS} "
+                             "(spheres x planes is bounded to keep the simulator real-time)")
+        values = float_list(parameter, value, strict=False)
         if len(values) % width:
             raise ValueError(f"{parameter} must hold {width} numbers per entry, got {len(values)}")
         return values
@@ -64,23 +83,77 @@ def coerce_contact(name: str, value):
     raise KeyError(name)
 
 
-def contact_model(model, settings, friction_velocity: float) -> ContactModel:
-    """The :class:`ContactModel` the settings describe for ``model``; ValueError names the problem (a
-    sphere count that does not match contact.links, an unknown link, a zero normal)."""
+def _check_sizes(planes, rows, links, reach: float) -> None:
+    """``ValueError`` unless the planes' points lie within :data:`PLANE_RANGE` reaches of the root, the
+    spheres' centres within the reach of their links and their radii at most the reach, and spheres x
+    planes is at most :data:`MAX_CONTACT_PAIRS`."""
+    for k in range(len(planes) // 6):
+        distance = float(np.linalg.norm(planes[6 * k:6 * k + 3]))
+        if not distance <= PLANE_RANGE * reach:
+            raise ValueError(f"contact.planes entry {k}: its point {list(planes[6 * k:6 * k + 3])} is {distance:.4g} m "
+                             f"from the root, beyond {PLANE_RANGE:g} times the robot's reach ({PLANE_RANGE * reach:.4g} m)")
+    for k, (link, row) in enumerate(zip(links + ("(no link yet)",) * len(rows), rows)):
+        distance = float(np.linalg.norm(row[:3]))
+        if not (distance <= reach and row[3] <= reach):
+            raise ValueError(f"contact.spheres entry {k} on {link}: centre {list(row[:3])}, radius {row[3]:g}: the "
+                             f"centre must lie within the robot's reach ({reach:.4g} m) of its link and the radius "
+                             f"be at most that")
+    pairs = len(planes) // 6 * max(len(links), len(rows))
+    if pairs > MAX_CONTACT_PAIRS:
+        raise ValueError(f"{max(len(links), len(rows))} contact spheres and {len(planes) // 6} planes make {pairs} pairs, more than "
+                         f"{MAX_CONTACT_PAIRS} (each pair in touch costs about 7 us of a 1 ms step)")
+
+
+def contact_model(model, settings, friction_velocity: float) -> tuple[ContactModel, tuple]:
+    """``(contact, notes)``: the :class:`ContactModel` the settings describe for ``model``, and what is
+    worth a warning. A sphere count that does not match contact.links, or planes without links, is a
+    pair being resized one parameter at a time: no contact until they match (said in ``notes``).
+    ValueError names a problem (an unknown link, a zero normal, a plane or sphere beyond the robot's
+    size, too many pairs)."""
     planes = settings.contact_planes
     links, spheres = settings.contact_links, settings.contact_spheres
-    if spheres and len(spheres) != 4 * len(links):
-        raise ValueError(f"contact.spheres has {len(spheres) // 4} spheres for {len(links)} contact.links entries")
-    rows = [spheres[4 * k:4 * k + 4] if spheres else (0.0, 0.0, 0.0, 0.0) for k in range(len(links))]
     unknown = [link for link in links if link not in model.frames]
     if unknown:
         raise ValueError(f"contact.links {unknown} are not links of robot {model.name!r}")
-    if planes and not links:
-        raise ValueError("contact.planes are set but contact.links is empty: nothing can touch them")
+    rows = ([spheres[4 * k:4 * k + 4] for k in range(len(spheres) // 4)] if spheres
+            else [(0.0, 0.0, 0.0, 0.0)] * len(links))
+    _check_sizes(planes, rows, links, robot_size(model)[1])
+    notes = ()
+    if spheres and len(spheres) != 4 * len(links):
+        notes = (f"contact.spheres has {len(spheres) // 4} spheres for {len(links)} contact.links entries: no contact "
+                 "until they match (set both together, or one after the other)",)
+    elif planes and not links:
+        notes = ("contact.planes are set but contact.links is empty: nothing can touch them",)
+    touching = bool(planes) and not notes
     contact = ContactModel(
         planes=tuple((planes[6 * k:6 * k + 3], planes[6 * k + 3:6 * k + 6]) for k in range(len(planes) // 6)),
-        spheres=tuple((link, row[:3], row[3]) for link, row in zip(links, rows)) if planes else (),
+        spheres=tuple((link, row[:3], row[3]) for link, row in zip(links, rows)) if touching else (),
         stiffness=settings.contact_stiffness, damping=settings.contact_damping, friction=settings.contact_friction,
         friction_velocity=friction_velocity)
     contact.array(model)  # checks the links against the model
-    return contact
+    return contact, notes
+
+
+def wrench_problem(plausibility, link: str, wrench) -> str:
+    """Why a contact wrench ``[moment; force]`` on ``link`` is not believed, '' when it is: a force
+    above ``TORQUE_FACTOR`` times the robot's weight ``m g0``, or a moment above that force at the
+    robot's reach (:class:`~robot_dynamics.nodes.safety.Plausibility`'s mass and reach)."""
+    force = TORQUE_FACTOR * STANDARD_GRAVITY * max(plausibility.mass, 1.0)
+    wrench = np.asarray(wrench, dtype=float)
+    if np.linalg.norm(wrench[3:]) <= force and np.linalg.norm(wrench[:3]) <= force * max(plausibility.reach, 1.0):
+        return ""  # (NaN: not believed)
+    return (f"contact wrench on {link} {np.round(wrench, 3).tolist()} beyond the plausible {force:.4g} N and "
+            f"{force * max(plausibility.reach, 1.0):.4g} N m ({TORQUE_FACTOR:g} times the robot's weight, at its reach)")
+
+
+def plausible_wrenches(plausibility, wrenches: dict) -> tuple[dict, str]:
+    """``(believed, problem)``: the wrenches of ``{link: wrench}`` that :func:`wrench_problem` believes,
+    and the first reason one was left out ('' when none was)."""
+    believed, problem = {}, ""
+    for link, wrench in wrenches.items():
+        why = wrench_problem(plausibility, link, wrench)
+        if why:
+            problem = problem or why
+        else:
+            believed[link] = wrench
+    return believed, problem

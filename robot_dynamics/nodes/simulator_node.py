@@ -55,6 +55,7 @@ from .converters import stamp_of
 from .description import steady_timer
 from .parameters import Rejected
 from .safety import cut
+from .simulator_contact import plausible_wrenches
 from .simulator_inputs import Commands, drive_torques, effort_command, external_wrench, named_efforts
 from .simulator_plan import PARAMETERS, Plan, Settings, coerce_setting, make_plan, configure
 
@@ -325,7 +326,10 @@ class SimulatorNode(RobotNode):
         if plan.contact.enabled:
             if self._contact_pub is None:
                 self._contact_pub = self.publisher(WrenchStamped, "contact_wrenches")
-            for link, wrench in sim.contact_wrenches().items():
+            wrenches, problem = plausible_wrenches(plan.plausibility, sim.contact_wrenches())
+            if problem:
+                self.problem("contact", f"not publishing contact_wrenches: {problem}", time.monotonic_ns())
+            for link, wrench in wrenches.items():
                 self._contact_pub.publish(WrenchWriter(link).serialize(sec, nanosec, wrench))
         if self._settings.publish_clock:
             if self._clock_pub is None:

@@ -16,13 +16,13 @@ import numpy as np
 from ..data import Data
 from ..elastic import links_only, stiffness_vector
 from ..model import RobotModel, given_limits
-from ..simulation import DEFAULT_FRICTION_VELOCITY, INTEGRATORS
+from ..simulation import DEFAULT_FRICTION_VELOCITY, INTEGRATORS, Simulator
 from .parameters import (
     MOTOR_PARAMETERS, Parameter, bounded_float, float_list, motor_values, name_list, one_of, require_joints,
     with_armature,
 )
 from .safety import Plausibility, check_gravity, check_outputs_finite, check_outputs_plausible, reference_state
-from .simulator_contact import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, contact_model
+from .simulator_contact import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, contact_model, wrench_problem
 
 __all__ = ["DRIVE_BANDWIDTH", "ON_COMMAND_TIMEOUT", "PARAMETERS", "SERVICES", "STEP_ANGLE", "TOPICS", "Plan", "Settings",
            "coerce_setting", "configure", "fastest_rate", "make_plan"]
@@ -273,8 +273,9 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
     if not rate <= STEP_ANGLE * s.physics_rate:
         raise ValueError(f"physics_rate {s.physics_rate:g} Hz is too slow for {fastest} ({rate:.4g} 1/s): a step may "
                          f"span at most {STEP_ANGLE:g}/rate, so physics_rate must be at least {rate / STEP_ANGLE:.4g} Hz")
-    contact = contact_model(model, s, s.friction_velocity)
-    notes = tuple(
+    contact, notes = contact_model(model, s, s.friction_velocity)
+    check_initial_contact(model, contact, q0, qd0, plausibility)
+    notes += tuple(
         f"initial position of {model.joint_names[i]} ({q0[i]:g}) is outside its limits "
         f"[{lower[i]:g}, {upper[i]:g}]: the limit will push it back"
         for i in np.flatnonzero((q0 < lower) | (q0 > upper))
@@ -282,6 +283,20 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
     return Plan(base=base, model=model, settings=s, command_index=command_index, command_names=tuple(command_names),
                 state_index=state_index, state_names=state_names, coupled_map=coupled_map, index=index, q0=q0, qd0=qd0, stiffness=stiffness,
                 plausibility=plausibility, notes=notes, drives=Drives(model), contact=contact)
+
+
+def check_initial_contact(model, contact, q0, qd0, plausibility) -> None:
+    """``ValueError`` unless the contact wrenches at the initial (and ~/reset) state are believed
+    (:func:`~robot_dynamics.nodes.simulator_contact.wrench_problem`): a plane the robot starts deep
+    inside would stop the integration at once, and again after every ~/reset."""
+    if not contact.enabled:
+        return
+    with np.errstate(all="ignore"):
+        wrenches = Simulator(model, q0, qd0, contact=contact).contact_wrenches()
+    for link, wrench in wrenches.items():
+        problem = wrench_problem(plausibility, link, wrench)
+        if problem:
+            raise ValueError(f"contact.planes and contact.spheres: at the initial state, {problem}")
 
 
 def fastest_rate(model, stiffness: tuple) -> tuple[float, str]:
