@@ -24,12 +24,13 @@ CONTACT_FIELDS = {
 
 CONTACT_PARAMETERS = (
     Parameter("contact.planes", [], "Static half-spaces the robot touches, 6 numbers each: a point of the "
-              "boundary plane and the outward normal (x y z nx ny nz), root frame, m; empty = no contact.",
+              "boundary plane and the outward normal (x y z nx ny nz), root frame, m; the point within 10 times the "
+              "robot's reach of the root; at most 64 sphere-plane pairs; empty = no contact.",
               field="contact_planes"),
     Parameter("contact.links", [], "The links that carry contact spheres, one entry per sphere (a link may "
-              "appear more than once).", field="contact_links"),
+              "appear more than once). Resized apart from contact.spheres: no contact until their counts match.", field="contact_links"),
     Parameter("contact.spheres", [], "Per contact.links entry 4 numbers: the sphere's centre in the link "
-              "frame and its radius (x y z radius), m; empty = a point at each link's origin.",
+              "frame and its radius (x y z radius), m, both within the robot's reach; empty = a point at each link's origin.",
               field="contact_spheres"),
     Parameter("contact.stiffness", DEFAULT_STIFFNESS, "Penalty stiffness k, N/m (> 0): a resting load F "
               "sinks F/k into the plane.", field="contact_stiffness"),
@@ -45,9 +46,9 @@ CONTACT_TOPICS = (
 )
 
 
-#: most sphere-plane pairs (spheres x planes): each pair in touch costs about 7 us of a rk4 step
-#: (``python -m robot_dynamics.tools.benchmarks.contact_count``), so 64 pairs keep a 1 kHz step of
-#: arm7_gripper within a few times real time (docs/contact.md)
+#: most sphere-plane pairs (spheres x planes): 64 pairs in touch make a rk4 step of arm7_gripper 14
+#: times as long (``python -m robot_dynamics.tools.benchmarks.contact_count``); its simulator node
+#: then still runs faster than real time on a loaded machine (docs/contact.md)
 MAX_CONTACT_PAIRS = 64
 #: how far from the root a plane's point may lie, in multiples of the robot's reach
 #: (:func:`~robot_dynamics.nodes.safety.robot_size`): farther, a plane is a unit slip or garbage
@@ -101,7 +102,7 @@ def _check_sizes(planes, rows, links, reach: float) -> None:
     pairs = len(planes) // 6 * max(len(links), len(rows))
     if pairs > MAX_CONTACT_PAIRS:
         raise ValueError(f"{max(len(links), len(rows))} contact spheres and {len(planes) // 6} planes make {pairs} pairs, more than "
-                         f"{MAX_CONTACT_PAIRS} (each pair in touch costs about 7 us of a 1 ms step)")
+                         f"{MAX_CONTACT_PAIRS} (the simulator keeps real time up to that; docs/contact.md)")
 
 
 def contact_model(model, settings, friction_velocity: float) -> tuple[ContactModel, tuple]:

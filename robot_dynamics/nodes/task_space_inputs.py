@@ -46,20 +46,21 @@ TASK_PARAMETERS = (
     Parameter("task_space.mode", _D.task_mode, "Task-space law of command_source task_space: computed_torque "
               "(tau = J^T [Lambda (xdd_d + kd e' + kp e) + eta] + N tau_0) | impedance "
               "(tau = J^T [K e + D e'] + C qd + g + N tau_0).", "string", field="task_mode"),
-    Parameter("task_space.frame", _D.task_frame, "The controlled link or frame (a URDF link name); required "
-              "with command_source task_space.", "string", field="task_frame"),
+    Parameter("task_space.frame", _D.task_frame, "The controlled link or frame (a URDF link name, not the root "
+              "link: no joint moves it); required with command_source task_space.", "string", field="task_frame"),
     Parameter("task_space.directions", [], "Controlled directions among x y z rx ry rz (string list); empty = all "
               "six for arms with six joints or more, x y z for fewer; at most one per joint.", field="task_directions"),
     Parameter("task_space.kp", _D.task_kp[0], "computed_torque position gains, 1/s^2: one number or six "
-              "(x y z, then rotation).", field="task_kp"),
+              "(x y z, then rotation); a unit error and velocity error along a direction must ask for torques "
+              "within 1000 times the torque scale (docs/task_space.md).", field="task_kp"),
     Parameter("task_space.kd", _D.task_kd[0], "computed_torque velocity gains, 1/s: one number or six "
               "(x y z, then rotation).", field="task_kd"),
     Parameter("task_space.stiffness", list(_D.task_stiffness), "impedance stiffness K: six numbers, N/m x3 then "
-              "N m/rad x3.", "double_array", field="task_stiffness"),
+              "N m/rad x3; bounded like task_space.kp.", "double_array", field="task_stiffness"),
     Parameter("task_space.damping", [], "impedance damping D: six numbers, N s/m x3 then N m s/rad x3; empty = "
               "critical (2 sqrt(K Lambda_ii) per direction).", field="task_damping"),
     Parameter("task_space.posture", [], "Rest pose of the null-space posture PD, one position per model joint "
-              "(model order); empty = the middle of each joint's limits (0 where it has none).",
+              "(model order), within the joint limits; empty = the middle of each joint's limits (0 where it has none).",
               field="task_posture"),
     Parameter("task_space.posture_kp", _D.task_posture_kp, "Posture stiffness, N m/rad (N/m).", "double",
               low=0.0, high=1.0e6, field="task_posture_kp"),
