@@ -249,8 +249,13 @@ NAN_MASS = two_link().replace('<mass value="1"/>', '<mass value="nan"/>', 1)
     ("dynamics_node", {"robot_description": "/etc/passwd"}, "must be URDF XML text"),
     ("simulator_node", {"robot_description": two_link(), "initial_positions": [0.1]}, "initial_positions has 1"),
     ("simulator_node", {"robot_description": two_link(), "initial_velocities": [1e300, 0.0]}, "not plausible"),
+    ("dynamics_node", {"robot_description": two_link(), "command_source": "task_space", "task_space.frame": "tip",
+                       "task_space.directions": ["x", "z"], "task_space.posture": [1e300, 1e300]},
+     "task_space.posture must lie within the joint limits"),
+    ("simulator_node", {"robot_description": two_link(), "contact.links": ["tip"],
+                        "contact.planes": [0.0, 0.0, 1e300, 0.0, 0.0, 1.0]}, "beyond 10 times the robot's reach"),
 ], ids=["yaml", "mixed-list", "payload-link", "joints", "floating", "nan-mass", "path", "initial-positions",
-        "initial-velocities"])
+        "initial-velocities", "task-space-posture", "contact-plane"])
 def test_invalid_start_up_parameters_end_the_node_with_status_2(tmp_path, executable, content, text):
     if isinstance(content, str):
         params_file = tmp_path / "bad.yaml"

@@ -14,6 +14,8 @@ process on the test harness's executor:
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -27,6 +29,7 @@ from robot_dynamics.nodes.dynamics_plan import Settings, make_plan  # noqa: E402
 from robot_dynamics.nodes.safety import Plausibility  # noqa: E402
 from robot_dynamics.task_space import task_rows  # noqa: E402
 
+from ros_helpers import wait_until  # noqa: E402
 from test_plausible_nodes import ARM7, NAMESPACES, InProcess, harness  # noqa: E402,F401 (a fixture)
 
 FRAME = "arm7_tcp"
@@ -248,11 +251,15 @@ def test_an_absurd_plane_is_refused_and_reset_recovers(harness):  # noqa: F811
                             ("contact.spheres", [0.0, 0.0, 0.0, 1e300])):
             result = set_one(sim, name, value)
             assert not result.successful and "reach" in result.reason, result.reason
+        # a stop that can still happen: 1e6 N on the tool (the state goes absurd, then non-finite)
+        push = WrenchStamped()
+        push.header.frame_id = "arm7_tcp"
+        push.wrench.force.x = 1e6
+        publisher = harness.publisher(WrenchStamped, sim.topic("external_wrench"))
+        wait_until(lambda: (publisher.publish(push), bool(sim.node._failure))[1], 20.0, "the integration to stop")
         answer = harness.call(Trigger, f"{sim.node.get_fully_qualified_name()}/reset", Trigger.Request())
         assert answer.success
-        import time as _time
-
-        since = _time.monotonic()
+        since = time.monotonic()
         states.wait_for(lambda m: m.header.stamp.sec >= 1, since=since, timeout=30.0, what="1 s simulated after ~/reset")
         assert not sim.node._failure
         bound = 1000 * 9.80665 * 17.8
