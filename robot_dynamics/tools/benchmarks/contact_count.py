@@ -7,8 +7,8 @@ step with ``S`` spheres (spread over the arm's links) and ``P`` planes, against 
 contact measured in the same run (the anchor).  Two cases: every sphere inside every half-space (the
 worst: each pair computes its contact point's velocity and pushes; a soft contact, so the arm barely
 moves) and every plane far away (each pair costs one distance).  ``real time`` is the factor a
-1 kHz step allows (1000 us / step).  The node adds its own work per step and per message (at
-``real_time_factor: 0`` it reaches about a third of what the step alone allows, docs/benchmarks.md).
+1 kHz step allows (1000 us / step).  The simulator node adds its own work per step and per message:
+docs/contact.md gives the real-time factors it reached with these contacts.
 
     python -m robot_dynamics.tools.benchmarks.contact_count [--quick]
 
