@@ -228,6 +228,9 @@ def test_contact_links_and_spheres_resize_one_parameter_at_a_time(harness):  # n
         contact = sim.node._plan.contact
         assert contact.enabled and [s[0] for s in contact.spheres] == ["arm7_tcp", "arm7_hand"]
         assert [s[2] for s in contact.spheres] == [0.02, 0.03]
+        both = sim.node.set_parameters_atomically([Parameter("contact.links", value=["arm7_hand"] * 3),
+                                                   Parameter("contact.spheres", value=[0.0, 0.0, 0.0, 0.01] * 3)])
+        assert both.successful and len(sim.node._plan.contact.spheres) == 3  # (set together: checked together)
         assert set_one(sim, "contact.spheres", []).successful  # a point at each link's origin
         assert set_one(sim, "contact.links", []).successful and not sim.node._plan.contact.enabled
         result = set_one(sim, "contact.links", ["nowhere"])
