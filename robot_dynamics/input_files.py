@@ -7,6 +7,12 @@ a socket means a slip), of at most a size per kind of file, UTF-8 text. The file
 blocking and checked through the open descriptor, so a path swapped between a check and the read
 changes nothing.
 
+A YAML file someone names (``check-trajectory``'s JointTrajectory, a bag's ``metadata.yaml``) is read
+by :func:`read_yaml_file`: the same rule, then parsed without anchors and aliases (a 700-byte
+"billion laughs" file expands to gigabytes through them; no ROS message or bag needs them) and with
+at most :data:`MAX_YAML_NODES` values, so that the parsed objects stay within about 100 times the
+file's size.
+
 >>> read_text_file("/dev/zero", MAX_URDF_BYTES, "URDF")
 Traceback (most recent call last):
 ...
@@ -16,7 +22,8 @@ ValueError: URDF '/dev/zero' is not a regular file (a character device)
 import os
 import stat
 
-__all__ = ["MAX_EXCITATION_BYTES", "MAX_URDF_BYTES", "read_text_file"]
+__all__ = ["MAX_EXCITATION_BYTES", "MAX_TRAJECTORY_BYTES", "MAX_URDF_BYTES", "MAX_YAML_NODES", "check_regular_file",
+           "read_text_file", "read_yaml_file"]
 
 MAX_URDF_BYTES = 16 * 1024 * 1024
 """A URDF larger than this is refused (the largest real ones are about 1 MB)."""
@@ -25,14 +32,20 @@ MAX_EXCITATION_BYTES = 64 * 1024 * 1024
 """An excitation CSV larger than this is refused (``robot-dynamics excite arm7_gripper --duration 60``
 writes 9 MB: this allows about 7 minutes of it)."""
 
+MAX_TRAJECTORY_BYTES = 16 * 1024 * 1024
+"""A planned trajectory file (CSV or YAML) larger than this is refused (a MoveIt plan is a few kB; this
+holds about 30 000 waypoints of 7 joints as ``ros2 topic echo`` prints them)."""
+
+MAX_YAML_NODES = 2_000_000
+"""A YAML file with more values (scalars, lists, maps) than this is refused before they are built."""
+
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
-def read_text_file(path, max_bytes, what="file"):
-    """The UTF-8 text of the regular file ``path`` of at most ``max_bytes`` bytes; ``ValueError``
-    naming ``what``, the path and the reason otherwise (module docstring)."""
-    shown = f"{what} {str(path)!r}"
+def _open_regular(path, max_bytes, shown):
+    """A read-only descriptor of the regular file ``path`` of at most ``max_bytes`` bytes (``None``: any
+    size), opened without blocking; ``ValueError`` naming ``shown`` otherwise."""
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as error:
@@ -42,9 +55,24 @@ def read_text_file(path, max_bytes, what="file"):
         os.close(descriptor)
         kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a file")
         raise ValueError(f"{shown} is not a regular file ({kind})")
-    if info.st_size > max_bytes:
+    if max_bytes is not None and info.st_size > max_bytes:
         os.close(descriptor)
         raise ValueError(f"{shown} has {info.st_size} bytes, more than the {max_bytes} allowed")
+    return descriptor
+
+
+def check_regular_file(path, max_bytes=None, what="file"):
+    """``ValueError`` unless ``path`` is a regular file (of at most ``max_bytes`` bytes when given), for a
+    file another library will open (a bag's database): checked without blocking, as
+    :func:`read_text_file` does."""
+    os.close(_open_regular(path, max_bytes, f"{what} {str(path)!r}"))
+
+
+def read_text_file(path, max_bytes, what="file"):
+    """The UTF-8 text of the regular file ``path`` of at most ``max_bytes`` bytes; ``ValueError``
+    naming ``what``, the path and the reason otherwise (module docstring)."""
+    shown = f"{what} {str(path)!r}"
+    descriptor = _open_regular(path, max_bytes, shown)
     with open(descriptor, "rb") as stream:
         try:
             data = stream.read(max_bytes + 1)  # (a file that grew since the check is cut short here)
@@ -56,3 +84,29 @@ def read_text_file(path, max_bytes, what="file"):
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ValueError(f"{shown} is not UTF-8 text (byte {error.start})") from None
+
+
+def read_yaml_file(path, max_bytes, what="file"):
+    """The documents of the YAML file ``path`` (a list; empty documents left out), read by
+    :func:`read_text_file` and parsed safely without anchors or aliases, with at most
+    :data:`MAX_YAML_NODES` values; ``ValueError`` naming ``what``, the path and the reason otherwise."""
+    import yaml
+
+    shown = f"{what} {str(path)!r}"
+    text = read_text_file(path, max_bytes, what)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        nodes = 0
+        for event in yaml.parse(text, Loader=loader):  # (events only: nothing is built yet)
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                raise ValueError(f"{shown} uses YAML anchors or aliases (&, *), which are not accepted")
+            if isinstance(event, (yaml.ScalarEvent, yaml.CollectionStartEvent)):
+                nodes += 1
+                if nodes > MAX_YAML_NODES:
+                    raise ValueError(f"{shown} holds more than {MAX_YAML_NODES} YAML values")
+        return [document for document in yaml.load_all(text, Loader=loader) if document is not None]
+    except yaml.YAMLError as error:
+        reason = " ".join(str(error).split())
+        raise ValueError(f"{shown} is not YAML ({reason[:200]})") from None
+    except RecursionError:
+        raise ValueError(f"{shown} nests its values too deeply") from None

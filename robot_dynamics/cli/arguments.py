@@ -25,6 +25,17 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def positive_number(text):
+    """An argparse ``type``: a finite number above 0 (``--rate``), else a one-line usage error (exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"give a positive, finite number, got {text!r}")
+    return value
+
+
 def add_urdf_argument(parser):
     parser.add_argument("urdf", metavar="URDF", help="URDF file, or the name of a bundled robot (see 'robots')")
 
