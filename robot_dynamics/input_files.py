@@ -11,7 +11,9 @@ A YAML file someone names (``check-trajectory``'s JointTrajectory, a bag's ``met
 by :func:`read_yaml_file`: the same rule, then parsed without anchors and aliases (a 700-byte
 "billion laughs" file expands to gigabytes through them; no ROS message or bag needs them) and with
 at most :data:`MAX_YAML_NODES` values, so that the parsed objects stay within about 100 times the
-file's size.
+file's size. A rosbag2 bag someone names is checked by :func:`check_bag` before a bag reader opens it
+(its ``metadata.yaml`` read as above, its ``.db3``/``.mcap`` files regular), and read inside
+:func:`reading_bag`, which turns whatever a damaged bag makes the reader raise into one error naming it.
 
 >>> read_text_file("/dev/zero", MAX_URDF_BYTES, "URDF")
 Traceback (most recent call last):
@@ -19,11 +21,13 @@ Traceback (most recent call last):
 ValueError: URDF '/dev/zero' is not a regular file (a character device)
 """
 
+import contextlib
 import os
 import stat
+from pathlib import Path
 
-__all__ = ["MAX_EXCITATION_BYTES", "MAX_TRAJECTORY_BYTES", "MAX_URDF_BYTES", "MAX_YAML_NODES", "check_regular_file",
-           "read_text_file", "read_yaml_file"]
+__all__ = ["MAX_EXCITATION_BYTES", "MAX_TRAJECTORY_BYTES", "MAX_URDF_BYTES", "MAX_YAML_NODES", "check_bag",
+           "check_regular_file", "read_text_file", "read_yaml_file", "reading_bag"]
 
 MAX_URDF_BYTES = 16 * 1024 * 1024
 """A URDF larger than this is refused (the largest real ones are about 1 MB)."""
@@ -38,6 +42,9 @@ holds about 30 000 waypoints of 7 joints as ``ros2 topic echo`` prints them)."""
 
 MAX_YAML_NODES = 2_000_000
 """A YAML file with more values (scalars, lists, maps) than this is refused before they are built."""
+
+MAX_BAG_METADATA_BYTES = 1024 * 1024
+"""A bag's ``metadata.yaml`` larger than this is refused (``ros2 bag record`` writes a few kB)."""
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
@@ -110,3 +117,31 @@ def read_yaml_file(path, max_bytes, what="file"):
         raise ValueError(f"{shown} is not YAML ({reason[:200]})") from None
     except RecursionError:
         raise ValueError(f"{shown} nests its values too deeply") from None
+
+
+def check_bag(bag):
+    """``ValueError`` naming ``bag`` unless it is a directory with a ``metadata.yaml`` that
+    :func:`read_yaml_file` accepts and whose ``.db3``/``.mcap`` files are regular files."""
+    bag = Path(bag)
+    if not (bag / "metadata.yaml").is_file():
+        raise ValueError(f"{bag}: no metadata.yaml: a rosbag2 bag is the directory ros2 bag record wrote "
+                         "(a lone .db3/.mcap file needs its metadata.yaml beside it)")
+    read_yaml_file(bag / "metadata.yaml", MAX_BAG_METADATA_BYTES, "bag metadata")
+    for entry in bag.iterdir():
+        if entry.suffix.lower() in (".db3", ".mcap"):
+            check_regular_file(entry, None, "bag file")
+
+
+@contextlib.contextmanager
+def reading_bag(bag, error=ValueError):
+    """Reading the bag ``bag``: any exception but ``error`` (rosbags, sqlite3, yaml and the CDR decoder
+    raise many types on a damaged bag) becomes one ``error`` naming the bag and the reader's reason."""
+    try:
+        yield
+    except error:
+        raise
+    except MemoryError:
+        raise error(f"{bag}: too large to read into memory") from None
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        raise error(f"{bag}: not a readable rosbag2 bag ({type(exc).__name__}: {detail[:200]})") from None

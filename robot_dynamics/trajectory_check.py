@@ -20,7 +20,9 @@ sampled at most :data:`MAX_SAMPLES` times, and computed :data:`CHUNK` samples at
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import itertools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +31,7 @@ import numpy as np
 
 from .control import friction_torques
 from .dynamics import inverse_dynamics
-from .input_files import MAX_TRAJECTORY_BYTES, check_regular_file, read_text_file, read_yaml_file
+from .input_files import MAX_TRAJECTORY_BYTES, check_bag, read_text_file, read_yaml_file, reading_bag
 
 __all__ = [
     "Trajectory", "TrajectoryError", "Violation", "TrajectoryCheck", "read_trajectory", "sample", "check_trajectory",
@@ -42,7 +44,6 @@ MAX_WAYPOINTS = 100_000  # a MoveIt plan has tens to hundreds
 MAX_DURATION = 86_400.0  # s: one day
 MAX_SAMPLES = 4_000_000  # an hour at the controller's 1 kHz; a few seconds of inverse dynamics each million
 CHUNK = 65_536  # samples interpolated and computed at once (memory: a few kB per sample)
-MAX_BAG_METADATA_BYTES = 1024 * 1024  # a bag's metadata.yaml (a few kB)
 
 
 class TrajectoryError(ValueError):
@@ -99,14 +100,11 @@ class Trajectory:
 # ----------------------------------------------------------------------------- reading
 
 def _read_csv(path):
-    text = _input(read_text_file, path)
-    rows = []
-    for row in csv.reader(text.splitlines()):
-        if row:
-            rows.append(row)
-            if len(rows) > MAX_WAYPOINTS + 1:
-                raise TrajectoryError(f"{path}: more than {MAX_WAYPOINTS} waypoints")
-    del text
+    with _refused():
+        text = read_text_file(path, MAX_TRAJECTORY_BYTES, "trajectory")
+    rows = list(itertools.islice((row for row in csv.reader(text.splitlines()) if row), MAX_WAYPOINTS + 2))
+    if len(rows) > MAX_WAYPOINTS + 1:
+        raise TrajectoryError(f"{path}: more than {MAX_WAYPOINTS} waypoints")
     if not rows or rows[0][:1] != ["t"]:
         raise TrajectoryError(f"{path}: a trajectory CSV starts with a header row 't, q_<joint>, ...'")
     header = [cell.strip() for cell in rows[0]]
@@ -138,10 +136,13 @@ def _read_csv(path):
     return Trajectory(joints, data[:, 0], parts["q"], parts["qd"], parts["qdd"], source=str(path))
 
 
-def _input(read, path, max_bytes=MAX_TRAJECTORY_BYTES, what="trajectory"):
-    """``read(path, max_bytes, what)`` (:mod:`robot_dynamics.input_files`), its ValueError a :class:`TrajectoryError`."""
+@contextlib.contextmanager
+def _refused():
+    """A ValueError of :mod:`robot_dynamics.input_files` (its message names the file) as a TrajectoryError."""
     try:
-        return read(path, max_bytes, what)
+        yield
+    except TrajectoryError:
+        raise
     except ValueError as error:
         raise TrajectoryError(str(error)) from None
 
@@ -200,7 +201,8 @@ def _from_message(joint_names, points, source, stamps, rows):
 
 
 def _read_yaml(path):
-    documents = _input(read_yaml_file, path)
+    with _refused():
+        documents = read_yaml_file(path, MAX_TRAJECTORY_BYTES, "trajectory")
     if not documents or not isinstance(documents[0], dict) or "points" not in documents[0]:
         raise TrajectoryError(f"{path}: not a JointTrajectory (no 'joint_names' and 'points')")
     message = documents[0]
@@ -224,15 +226,10 @@ def _read_yaml(path):
 
 def _read_bag(path, topic):
     bag = path.parent if path.is_file() else path
-    try:
+    with _refused():
+        check_bag(bag)
+    with reading_bag(bag, TrajectoryError):
         message, topic, count = _first_bag_message(bag, topic)
-    except TrajectoryError:
-        raise
-    except MemoryError:
-        raise TrajectoryError(f"{bag}: too large to read into memory") from None
-    except Exception as error:  # noqa: BLE001 - rosbags, sqlite3, yaml and the CDR decoder raise many types on a damaged bag
-        detail = " ".join(str(error).split()) or type(error).__name__
-        raise TrajectoryError(f"{bag}: not a readable rosbag2 bag ({type(error).__name__}: {detail[:200]})") from None
     trajectory = _from_message(list(message.joint_names), list(message.points), f"{bag} {topic}",
                                lambda point, index: point.time_from_start.sec + 1e-9 * point.time_from_start.nanosec,
                                lambda point, key, index: list(getattr(point, key)))
@@ -242,19 +239,11 @@ def _read_bag(path, topic):
 
 
 def _first_bag_message(bag, topic):
-    """(the first JointTrajectory on ``topic`` or the bag's only such topic, the topic, its message count);
-    the bag's files checked first as every named file is (regular, bounded metadata without aliases)."""
+    """(the first JointTrajectory on ``topic`` or the bag's only such topic, the topic, its message count)."""
     from rosbags.highlevel import AnyReader
 
     from .identification.recording import _typestore
 
-    if not (bag / "metadata.yaml").is_file():
-        raise TrajectoryError(f"{bag}: no metadata.yaml: a rosbag2 bag is the directory ros2 bag record wrote "
-                              "(a lone .db3/.mcap file needs its metadata.yaml beside it)")
-    _input(read_yaml_file, bag / "metadata.yaml", MAX_BAG_METADATA_BYTES, "bag metadata")
-    for entry in bag.iterdir():
-        if entry.suffix.lower() in (".db3", ".mcap"):
-            _input(check_regular_file, entry, None, "bag file")
     with AnyReader([bag], default_typestore=_typestore()) as reader:
         candidates = [c for c in reader.connections if c.msgtype == JOINT_TRAJECTORY]
         if topic is not None:

@@ -206,14 +206,14 @@ def refused_in_one_line(status, err, *words):
         assert word in err, err
 
 
-ALIAS_BOMB = "\n".join(["a: &a [x, x, x, x, x, x, x, x, x]"] + [
+ALIAS_BOMB = "\n".join(["a: &a [0, 0, 0, 0, 0, 0, 0, 0, 0]"] + [
     f"{chr(98 + k)}: &{chr(98 + k)} [" + ", ".join([f"*{chr(97 + k)}"] * 9) + "]" for k in range(9)] + [
-    "joint_names: [swing]", "points:", "- positions: *j", "  time_from_start: {sec: 0}",
-    "- positions: [1.0]", "  time_from_start: {sec: 1}"]) + "\n"
+    "joint_names: [theta1, theta2]", "points:", "- positions: [*i, *i]", "  time_from_start: {sec: 0}",
+    "- positions: [1.0, 1.0]", "  time_from_start: {sec: 1}"]) + "\n"
 
 
 def test_a_yaml_alias_bomb_is_refused_at_once_in_bounded_memory(tmp_path):
-    """Before: MemoryError at 2.6 GB (numpy expanding 9^10 aliased values)."""
+    """Before: MemoryError (numpy expanding 2 x 9^9 aliased values, 6 GB)."""
     (tmp_path / "bomb.yaml").write_text(ALIAS_BOMB)
     assert len(ALIAS_BOMB) < 1000
     status, err, peak = check_trajectory_process("planar_2r", tmp_path / "bomb.yaml")
@@ -251,13 +251,15 @@ def test_a_trajectory_at_the_size_limit_is_refused_by_its_point_count_in_bounded
 
 
 def test_the_largest_check_allowed_stays_in_bounded_memory(tmp_path):
-    """MAX_SAMPLES samples of a two-joint arm: checked block by block (before: --rate 1e7 on a 2 s
-    plan took 5.5 GB)."""
+    """MAX_SAMPLES samples of the seven arm joints: checked block by block (before: --rate 1e7 on a
+    2 s plan took 5.5 GB)."""
     from robot_dynamics.trajectory_check import MAX_SAMPLES
 
-    (tmp_path / "plan.csv").write_text("t,q_theta1,q_theta2\n0,0,0\n2,0.1,0.1\n")
-    status, err, peak = check_trajectory_process("planar_2r", tmp_path / "plan.csv", "--rate", MAX_SAMPLES / 2 - 1)
-    assert status in (0, 1) and "Traceback" not in err, err
+    joints = [f"arm7_joint{k}" for k in range(1, 8)]
+    (tmp_path / "plan.csv").write_text(",".join(["t"] + [f"q_{j}" for j in joints]) + "\n0" + ",0" * 7 + "\n2"
+                                       + ",0.1" * 7 + "\n")
+    status, err, peak = check_trajectory_process("arm7_gripper", tmp_path / "plan.csv", "--rate", MAX_SAMPLES / 2 - 1)
+    assert status == 0 and "Traceback" not in err, err
     assert peak < MEMORY_BOUND, f"{peak / 1e6:.0f} MB"
 
 
