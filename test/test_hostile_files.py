@@ -233,20 +233,22 @@ def test_a_trajectory_file_past_the_size_limit_or_sparse_is_refused_at_once(tmp_
         assert peak < MEMORY_BOUND
 
 
-def test_a_trajectory_at_the_size_limit_is_refused_by_its_point_count_in_bounded_memory(tmp_path):
-    """The worst a file within the size limit can do: as many points as fit in MAX_TRAJECTORY_BYTES,
-    refused for more values or points than allowed (before: 1e6 points in 74 MB took 290 s and
-    7.5 GB, then MemoryError)."""
-    from robot_dynamics.input_files import MAX_TRAJECTORY_BYTES
+def test_a_trajectory_at_the_size_or_value_limit_is_refused_in_bounded_memory(tmp_path):
+    """The worst files within the size limit: as many points as fit in MAX_TRAJECTORY_BYTES (refused
+    for too many YAML values), as many as MAX_YAML_NODES allows (parsed, then refused for the samples
+    they span), a million CSV rows (refused for too many waypoints). Before: 1e6 points in 74 MB took
+    290 s and 7.5 GB, then MemoryError."""
+    from robot_dynamics.input_files import MAX_TRAJECTORY_BYTES, MAX_YAML_NODES
 
-    point = "- positions: [0, 0]\n  time_from_start: {sec: %d}\n"
-    count = (MAX_TRAJECTORY_BYTES - 100) // len(point % 100_000)
-    (tmp_path / "many.yaml").write_text("joint_names: [theta1, theta2]\npoints:\n" +
-                                        "".join(point % k for k in range(count)))
-    (tmp_path / "many.csv").write_text("t,q_theta1,q_theta2\n" + "".join(f"{k},0,0\n" for k in range(1_000_000)))
-    for name in ("many.yaml", "many.csv"):
+    point = "- positions: [0, 0]\n  time_from_start: {sec: %d}\n"  # 9 YAML values
+    header = "joint_names: [theta1, theta2]\npoints:\n"
+    files = {"full.yaml": (MAX_TRAJECTORY_BYTES - 100) // len(point % 100_000), "values.yaml": MAX_YAML_NODES // 9 - 2}
+    for name, count in files.items():
+        (tmp_path / name).write_text(header + "".join(point % k for k in range(count)))
+    (tmp_path / "rows.csv").write_text("t,q_theta1,q_theta2\n" + "".join(f"{k},0,0\n" for k in range(1_000_000)))
+    for name, reason in (("full.yaml", "YAML values"), ("values.yaml", "lower --rate"), ("rows.csv", "waypoints")):
         status, err, peak = check_trajectory_process("planar_2r", tmp_path / name)
-        refused_in_one_line(status, err, str(tmp_path / name), "more than")
+        refused_in_one_line(status, err, name, "more than", reason)
         assert peak < MEMORY_BOUND, f"{name}: {peak / 1e6:.0f} MB"
 
 
