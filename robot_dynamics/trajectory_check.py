@@ -33,9 +33,8 @@ from .control import friction_torques
 from .dynamics import inverse_dynamics
 from .input_files import MAX_TRAJECTORY_BYTES, check_bag, read_text_file, read_yaml_file, reading_bag
 
-__all__ = [
-    "Trajectory", "TrajectoryError", "Violation", "TrajectoryCheck", "read_trajectory", "sample", "check_trajectory",
-]
+__all__ = ["Trajectory", "TrajectoryError", "Violation", "TrajectoryCheck", "read_trajectory", "sample", "sample_times",
+           "interpolate", "check_trajectory"]
 
 JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
 DEFAULT_RATE = 1000.0  # Hz: joint_trajectory_controller's usual update rate
@@ -48,6 +47,12 @@ CHUNK = 65_536  # samples interpolated and computed at once (memory: a few kB pe
 
 class TrajectoryError(ValueError):
     """A trajectory that cannot be read or checked (bad input)."""
+
+
+def _names(names, shown=8):
+    """At most ``shown`` of ``names`` for a one-line message, and how many there are beyond them."""
+    names = [str(name)[:60] for name in names]
+    return ", ".join(names[:shown]) + (f", ... ({len(names)} in all)" if len(names) > shown else "")
 
 
 @dataclass
@@ -69,7 +74,7 @@ class Trajectory:
         where = f"{self.source}: " if self.source else ""
         n = len(self.joint_names)
         if len(set(self.joint_names)) != n or n == 0:
-            raise TrajectoryError(f"{where}joint names must be distinct and not empty, got {list(self.joint_names)}")
+            raise TrajectoryError(f"{where}joint names must be distinct and not empty, got {_names(self.joint_names)}")
         if self.t.ndim != 1 or self.t.size < 2:
             raise TrajectoryError(f"{where}a trajectory needs at least two waypoints, got {self.t.size}")
         if self.t.size > MAX_WAYPOINTS:
@@ -110,8 +115,8 @@ def _read_csv(path):
     header = [cell.strip() for cell in rows[0]]
     if any(len(row) != len(header) for row in rows[1:]):
         raise TrajectoryError(f"{path}: every row needs {len(header)} cells, like the header")
-    try:
-        data = np.array([[float(cell) for cell in row] for row in rows[1:]], dtype=float).reshape(-1, len(header))
+    try:  # (numpy converts the text: no Python float per cell)
+        data = np.array(rows[1:], dtype=float).reshape(-1, len(header))
     except ValueError as error:
         raise TrajectoryError(f"{path}: not a table of numbers ({error})") from None
     columns = {}
@@ -131,7 +136,7 @@ def _read_csv(path):
         present = [joint for joint in joints if (quantity, joint) in columns]
         if present and len(present) != len(joints):
             raise TrajectoryError(f"{path}: {quantity}_ columns for some joints only (missing "
-                                  f"{', '.join(j for j in joints if j not in present)})")
+                                  f"{_names([j for j in joints if j not in present])})")
         parts[quantity] = data[:, [columns[quantity, j] for j in joints]] if present else None
     return Trajectory(joints, data[:, 0], parts["q"], parts["qd"], parts["qdd"], source=str(path))
 
@@ -245,20 +250,16 @@ def _first_bag_message(bag, topic):
     from .identification.recording import _typestore
 
     with AnyReader([bag], default_typestore=_typestore()) as reader:
-        candidates = [c for c in reader.connections if c.msgtype == JOINT_TRAJECTORY]
-        if topic is not None:
-            wanted = "/" + topic.lstrip("/")
-            chosen = [c for c in reader.connections if c.topic == wanted]
-            if not chosen:
-                raise TrajectoryError(f"{bag}: no topic {wanted!r}; JointTrajectory topics in the bag: "
-                                      f"{', '.join(sorted({c.topic for c in candidates})) or 'none'}")
-            if chosen[0].msgtype != JOINT_TRAJECTORY:
-                raise TrajectoryError(f"{bag}: {wanted} carries {chosen[0].msgtype}, not {JOINT_TRAJECTORY}")
-        else:
-            if len({c.topic for c in candidates}) != 1:
-                raise TrajectoryError(f"{bag}: {len({c.topic for c in candidates})} JointTrajectory topics "
-                                      f"({', '.join(sorted({c.topic for c in candidates})) or 'none'}): choose one with --topic")
-            chosen = candidates
+        topics = sorted({c.topic for c in reader.connections if c.msgtype == JOINT_TRAJECTORY})
+        wanted = "/" + topic.lstrip("/") if topic is not None else topics[0] if len(topics) == 1 else None
+        if wanted is None:
+            raise TrajectoryError(f"{bag}: {len(topics)} JointTrajectory topics ({_names(topics) or 'none'}): "
+                                  "choose one with --topic")
+        chosen = [c for c in reader.connections if c.topic == wanted]
+        if not chosen:
+            raise TrajectoryError(f"{bag}: no topic {wanted!r}; JointTrajectory topics in the bag: {_names(topics) or 'none'}")
+        if chosen[0].msgtype != JOINT_TRAJECTORY:
+            raise TrajectoryError(f"{bag}: {wanted} carries {chosen[0].msgtype}, not {JOINT_TRAJECTORY}")
         for connection, _, raw in reader.messages(connections=chosen):
             if len(raw) > MAX_TRAJECTORY_BYTES:
                 raise TrajectoryError(f"{bag}: the first message on {connection.topic} has {len(raw)} bytes, more "
@@ -347,8 +348,7 @@ def interpolate(trajectory, t, coefficients=None):
 
 def sample(trajectory, rate=DEFAULT_RATE):
     """``(t, q, qd, qdd)``: the :func:`sample_times` and the :func:`interpolate` values there."""
-    t = sample_times(trajectory, rate)
-    return (t, *interpolate(trajectory, t))
+    return (t := sample_times(trajectory, rate)), *interpolate(trajectory, t)
 
 
 # ----------------------------------------------------------------------------- the check
@@ -404,7 +404,7 @@ def _placement(model, trajectory, notes):
     followers = set(model.couplings)
     unknown = [n for n in trajectory.joint_names if n not in index and n not in followers]
     if unknown:
-        raise TrajectoryError(f"{trajectory.source}: joints not in the model: {', '.join(unknown)} "
+        raise TrajectoryError(f"{trajectory.source}: joints not in the model: {_names(unknown)} "
                               f"(the model's: {', '.join(model.joint_names)})")
     dropped = [n for n in trajectory.joint_names if n in followers]
     if dropped:
