@@ -111,9 +111,8 @@ def run(args, out=None, err=None):
     except MemoryError:  # (the bounds keep every input below 1 GB: this is a last resort)
         err.write(f"robot-dynamics check-trajectory: error: {args.trajectory}: too large to check in memory\n")
         return 2
-    if args.json:
-        json.dump(check.as_dict(), out, indent=2, allow_nan=False)
-        out.write("\n")
+    if args.json:  # (rendered whole before a byte is written; strict JSON: never a bare NaN)
+        out.write(json.dumps(check.as_dict(), indent=2, allow_nan=False) + "\n")
     else:
         print_report(check, out)
     return 0 if check.ok else 1
