@@ -11,11 +11,19 @@ Interpolation per segment ``[t_k, t_k+1]`` (each joint on its own):
 - positions and velocities: the cubic (Hermite) polynomial;
 - positions alone: linear (constant velocity, zero acceleration inside a segment; the jumps of
   velocity at the waypoints are impulses no motor delivers, which the check cannot see: said).
+
+Bounds on what is read and computed, so that no input takes unbounded memory or time: files are
+read by :mod:`robot_dynamics.input_files` (regular files of at most ``MAX_TRAJECTORY_BYTES``, YAML
+without aliases), at most :data:`MAX_WAYPOINTS` waypoints over at most :data:`MAX_DURATION` s,
+sampled at most :data:`MAX_SAMPLES` times, and computed :data:`CHUNK` samples at a time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import itertools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,18 +31,28 @@ import numpy as np
 
 from .control import friction_torques
 from .dynamics import inverse_dynamics
+from .input_files import MAX_TRAJECTORY_BYTES, check_bag, read_text_file, read_yaml_file, reading_bag
 
-__all__ = [
-    "Trajectory", "TrajectoryError", "Violation", "TrajectoryCheck", "read_trajectory", "sample", "check_trajectory",
-]
+__all__ = ["Trajectory", "TrajectoryError", "Violation", "TrajectoryCheck", "read_trajectory", "sample", "sample_times",
+           "interpolate", "check_trajectory"]
 
 JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
 DEFAULT_RATE = 1000.0  # Hz: joint_trajectory_controller's usual update rate
 DEFAULT_FRICTION_VELOCITY = 0.01  # eps of tanh(qd / eps), the simulator's and the node's default
+MAX_WAYPOINTS = 100_000  # a MoveIt plan has tens to hundreds
+MAX_DURATION = 86_400.0  # s: one day
+MAX_SAMPLES = 4_000_000  # an hour at the controller's 1 kHz; a few seconds of inverse dynamics each million
+CHUNK = 65_536  # samples interpolated and computed at once (memory: a few kB per sample)
 
 
 class TrajectoryError(ValueError):
     """A trajectory that cannot be read or checked (bad input)."""
+
+
+def _names(names, shown=8):
+    """At most ``shown`` of ``names`` for a one-line message, and how many there are beyond them."""
+    names = [str(name)[:60] for name in names]
+    return ", ".join(names[:shown]) + (f", ... ({len(names)} in all)" if len(names) > shown else "")
 
 
 @dataclass
@@ -56,9 +74,11 @@ class Trajectory:
         where = f"{self.source}: " if self.source else ""
         n = len(self.joint_names)
         if len(set(self.joint_names)) != n or n == 0:
-            raise TrajectoryError(f"{where}joint names must be distinct and not empty, got {list(self.joint_names)}")
+            raise TrajectoryError(f"{where}joint names must be distinct and not empty, got {_names(self.joint_names)}")
         if self.t.ndim != 1 or self.t.size < 2:
             raise TrajectoryError(f"{where}a trajectory needs at least two waypoints, got {self.t.size}")
+        if self.t.size > MAX_WAYPOINTS:
+            raise TrajectoryError(f"{where}{self.t.size} waypoints, more than the {MAX_WAYPOINTS} allowed")
         for name in ("q", "qd", "qdd"):
             value = getattr(self, name)
             if value is None:
@@ -71,6 +91,9 @@ class Trajectory:
             setattr(self, name, value)
         if not np.all(np.isfinite(self.t)) or np.any(np.diff(self.t) <= 0):
             raise TrajectoryError(f"{where}waypoint times must be finite and strictly increasing")
+        if self.t[-1] - self.t[0] > MAX_DURATION:
+            raise TrajectoryError(f"{where}the waypoints span {self.t[-1] - self.t[0]:.6g} s, more than the "
+                                  f"{MAX_DURATION:g} s allowed")
         if self.qdd is not None and self.qd is None:
             raise TrajectoryError(f"{where}accelerations without velocities: give both or neither")
 
@@ -82,17 +105,20 @@ class Trajectory:
 # ----------------------------------------------------------------------------- reading
 
 def _read_csv(path):
-    with open(path, newline="") as stream:
-        rows = [row for row in csv.reader(stream) if row]
+    with _refused():
+        text = read_text_file(path, MAX_TRAJECTORY_BYTES, "trajectory")
+    rows = list(itertools.islice((row for row in csv.reader(text.splitlines()) if row), MAX_WAYPOINTS + 2))
+    if len(rows) > MAX_WAYPOINTS + 1:
+        raise TrajectoryError(f"{path}: more than {MAX_WAYPOINTS} waypoints")
     if not rows or rows[0][:1] != ["t"]:
         raise TrajectoryError(f"{path}: a trajectory CSV starts with a header row 't, q_<joint>, ...'")
     header = [cell.strip() for cell in rows[0]]
-    try:
-        data = np.array([[float(cell) for cell in row] for row in rows[1:]], dtype=float)
-    except ValueError as error:
-        raise TrajectoryError(f"{path}: not a table of numbers ({error})") from None
     if any(len(row) != len(header) for row in rows[1:]):
         raise TrajectoryError(f"{path}: every row needs {len(header)} cells, like the header")
+    try:  # (numpy converts the text: no Python float per cell)
+        data = np.array(rows[1:], dtype=float).reshape(-1, len(header))
+    except ValueError as error:
+        raise TrajectoryError(f"{path}: not a table of numbers ({error})") from None
     columns = {}
     for index, name in enumerate(header[1:], start=1):
         quantity, _, joint = name.partition("_")
@@ -110,31 +136,68 @@ def _read_csv(path):
         present = [joint for joint in joints if (quantity, joint) in columns]
         if present and len(present) != len(joints):
             raise TrajectoryError(f"{path}: {quantity}_ columns for some joints only (missing "
-                                  f"{', '.join(j for j in joints if j not in present)})")
+                                  f"{_names([j for j in joints if j not in present])})")
         parts[quantity] = data[:, [columns[quantity, j] for j in joints]] if present else None
     return Trajectory(joints, data[:, 0], parts["q"], parts["qd"], parts["qdd"], source=str(path))
 
 
-def _duration(value):
-    return float(value.get("sec", 0)) + 1e-9 * float(value.get("nanosec", 0))
+@contextlib.contextmanager
+def _refused():
+    """A ValueError of :mod:`robot_dynamics.input_files` (its message names the file) as a TrajectoryError."""
+    try:
+        yield
+    except TrajectoryError:
+        raise
+    except ValueError as error:
+        raise TrajectoryError(str(error)) from None
 
 
-def _from_message(joint_names, points, source):
-    """A :class:`Trajectory` from ``JointTrajectory`` fields (points as dicts or message objects)."""
-    get = (lambda p, key: p.get(key)) if points and isinstance(points[0], dict) else getattr
+def _number(value, what):
+    """``value`` as a finite float if it is a number (not a bool), else TrajectoryError naming ``what``."""
+    try:
+        number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    except OverflowError:  # (an integer of 400 digits)
+        number = math.nan
+    if not math.isfinite(number):
+        raise TrajectoryError(f"{what} must be a finite number, got {str(value)[:40]!r}")
+    return number
+
+
+def _duration(value, what):
+    """Seconds of a ``builtin_interfaces/Duration`` read from YAML (``{sec: S, nanosec: N}``)."""
+    if not isinstance(value, dict) or not set(value) <= {"sec", "nanosec"} or not value:
+        raise TrajectoryError(f"{what} must be {{sec: S, nanosec: N}} (as 'ros2 topic echo' prints it), "
+                              f"got {str(value)[:40]!r}")
+    return _number(value.get("sec", 0), f"{what}.sec") + 1e-9 * _number(value.get("nanosec", 0), f"{what}.nanosec")
+
+
+def _values(point, key, what):
+    """A point's ``positions``/``velocities``/``accelerations`` read from YAML: a list of numbers."""
+    values = point.get(key)
+    if values is None:
+        return []
+    if not isinstance(values, list):
+        raise TrajectoryError(f"{what}.{key} must be a list of numbers, got {str(values)[:40]!r}")
+    return [_number(v, f"{what}.{key}") for v in values]
+
+
+def _from_message(joint_names, points, source, stamps, rows):
+    """A :class:`Trajectory` from ``JointTrajectory`` fields: ``stamps(point, index)`` seconds and
+    ``rows(point, key, index)`` the values of ``positions``/``velocities``/``accelerations``."""
+    if len(points) > MAX_WAYPOINTS:
+        raise TrajectoryError(f"{source}: {len(points)} points, more than the {MAX_WAYPOINTS} allowed")
     t, parts = [], {"positions": [], "velocities": [], "accelerations": []}
-    for point in points:
-        stamp = get(point, "time_from_start")
-        t.append(_duration(stamp) if isinstance(stamp, dict) else stamp.sec + 1e-9 * stamp.nanosec)
+    for index, point in enumerate(points):
+        t.append(stamps(point, index))
         for key in parts:
-            parts[key].append(list(get(point, key) if get(point, key) is not None else []))
+            parts[key].append(rows(point, key, index))
     arrays = {}
-    for key, rows in parts.items():
-        sizes = {len(row) for row in rows}
+    for key, values in parts.items():
+        sizes = {len(row) for row in values}
         if sizes == {0}:
             arrays[key] = None
         elif sizes == {len(joint_names)}:
-            arrays[key] = np.array(rows, dtype=float)
+            arrays[key] = np.array(values, dtype=float)
         else:
             raise TrajectoryError(f"{source}: {key} must be empty or have {len(joint_names)} values in every point")
     if arrays["positions"] is None:
@@ -143,54 +206,67 @@ def _from_message(joint_names, points, source):
 
 
 def _read_yaml(path):
-    import yaml
-
-    try:
-        documents = [d for d in yaml.safe_load_all(Path(path).read_text()) if d is not None]
-    except yaml.YAMLError as error:
-        raise TrajectoryError(f"{path}: not YAML ({str(error).splitlines()[0]})") from None
+    with _refused():
+        documents = read_yaml_file(path, MAX_TRAJECTORY_BYTES, "trajectory")
     if not documents or not isinstance(documents[0], dict) or "points" not in documents[0]:
         raise TrajectoryError(f"{path}: not a JointTrajectory (no 'joint_names' and 'points')")
     message = documents[0]
-    trajectory = _from_message(message.get("joint_names") or [], message.get("points") or [], str(path))
+    names, points = message.get("joint_names") or [], message.get("points") or []
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise TrajectoryError(f"{path}: joint_names must be a list of names, got {str(names)[:60]!r}")
+    if not isinstance(points, list) or not all(isinstance(point, dict) for point in points):
+        raise TrajectoryError(f"{path}: points must be a list of JointTrajectoryPoint maps, got {str(points)[:60]!r}")
+
+    def stamp(point, index):
+        if "time_from_start" not in point:
+            raise TrajectoryError(f"{path}: point {index} has no time_from_start")
+        return _duration(point["time_from_start"], f"{path}: point {index} time_from_start")
+
+    trajectory = _from_message(names, points, str(path), stamp,
+                               lambda point, key, index: _values(point, key, f"{path}: point {index}"))
     if len(documents) > 1:
         trajectory.notes.append(f"{path} holds {len(documents)} messages: the first is checked")
     return trajectory
 
 
 def _read_bag(path, topic):
+    bag = path.parent if path.is_file() else path
+    with _refused():
+        check_bag(bag)
+    with reading_bag(bag, TrajectoryError):
+        message, topic, count = _first_bag_message(bag, topic)
+    trajectory = _from_message(list(message.joint_names), list(message.points), f"{bag} {topic}",
+                               lambda point, index: point.time_from_start.sec + 1e-9 * point.time_from_start.nanosec,
+                               lambda point, key, index: list(getattr(point, key)))
+    if count > 1:
+        trajectory.notes.append(f"{topic} holds {count} messages: the first is checked")
+    return trajectory
+
+
+def _first_bag_message(bag, topic):
+    """(the first JointTrajectory on ``topic`` or the bag's only such topic, the topic, its message count)."""
     from rosbags.highlevel import AnyReader
-    from rosbags.rosbag2 import ReaderError
 
     from .identification.recording import _typestore
 
-    bag = path.parent if path.is_file() else path
-    try:
-        with AnyReader([bag], default_typestore=_typestore()) as reader:
-            candidates = [c for c in reader.connections if c.msgtype == JOINT_TRAJECTORY]
-            if topic is not None:
-                wanted = "/" + topic.lstrip("/")
-                chosen = [c for c in reader.connections if c.topic == wanted]
-                if not chosen:
-                    raise TrajectoryError(f"{bag}: no topic {wanted!r}; JointTrajectory topics in the bag: "
-                                          f"{', '.join(sorted({c.topic for c in candidates})) or 'none'}")
-                if chosen[0].msgtype != JOINT_TRAJECTORY:
-                    raise TrajectoryError(f"{bag}: {wanted} carries {chosen[0].msgtype}, not {JOINT_TRAJECTORY}")
-            else:
-                if len({c.topic for c in candidates}) != 1:
-                    raise TrajectoryError(f"{bag}: {len({c.topic for c in candidates})} JointTrajectory topics "
-                                          f"({', '.join(sorted({c.topic for c in candidates})) or 'none'}): choose one with --topic")
-                chosen = candidates
-            messages = [reader.deserialize(raw, c.msgtype) for c, _, raw in reader.messages(connections=chosen)]
-    except ReaderError as error:
-        raise TrajectoryError(f"{bag}: not a readable rosbag2 bag ({error})") from None
-    if not messages:
-        raise TrajectoryError(f"{bag}: no message on {chosen[0].topic}")
-    first = messages[0]
-    trajectory = _from_message(list(first.joint_names), list(first.points), f"{bag} {chosen[0].topic}")
-    if len(messages) > 1:
-        trajectory.notes.append(f"{chosen[0].topic} holds {len(messages)} messages: the first is checked")
-    return trajectory
+    with AnyReader([bag], default_typestore=_typestore()) as reader:
+        topics = sorted({c.topic for c in reader.connections if c.msgtype == JOINT_TRAJECTORY})
+        wanted = "/" + topic.lstrip("/") if topic is not None else topics[0] if len(topics) == 1 else None
+        if wanted is None:
+            raise TrajectoryError(f"{bag}: {len(topics)} JointTrajectory topics ({_names(topics) or 'none'}): "
+                                  "choose one with --topic")
+        chosen = [c for c in reader.connections if c.topic == wanted]
+        if not chosen:
+            raise TrajectoryError(f"{bag}: no topic {wanted!r}; JointTrajectory topics in the bag: {_names(topics) or 'none'}")
+        if chosen[0].msgtype != JOINT_TRAJECTORY:
+            raise TrajectoryError(f"{bag}: {wanted} carries {chosen[0].msgtype}, not {JOINT_TRAJECTORY}")
+        for connection, _, raw in reader.messages(connections=chosen):
+            if len(raw) > MAX_TRAJECTORY_BYTES:
+                raise TrajectoryError(f"{bag}: the first message on {connection.topic} has {len(raw)} bytes, more "
+                                      f"than the {MAX_TRAJECTORY_BYTES} allowed")
+            count = sum(c.msgcount for c in chosen)
+            return reader.deserialize(raw, connection.msgtype), connection.topic, count
+    raise TrajectoryError(f"{bag}: no message on {chosen[0].topic}")
 
 
 def read_trajectory(path, topic=None):
@@ -202,9 +278,9 @@ def read_trajectory(path, topic=None):
     if not path.exists():
         raise TrajectoryError(f"no such trajectory: {path}")
     suffix = path.suffix.lower()
-    if path.is_file() and suffix == ".csv":
+    if suffix == ".csv":  # (anything but a regular file is refused by name when read)
         return _read_csv(path)
-    if path.is_file() and suffix in (".yaml", ".yml"):
+    if suffix in (".yaml", ".yml"):
         return _read_yaml(path)
     if path.is_dir() or suffix in (".db3", ".mcap"):
         return _read_bag(path, topic)
@@ -236,17 +312,26 @@ def _coefficients(trajectory):
     return c
 
 
-def sample(trajectory, rate=DEFAULT_RATE):
-    """``(t, q, qd, qdd)`` every ``1 / rate`` s from the first waypoint to the last, and at every
-    waypoint, interpolated as joint_trajectory_controller does (module docstring)."""
+def sample_times(trajectory, rate=DEFAULT_RATE):
+    """Every ``1 / rate`` s from the first waypoint to the last, and every waypoint; at most
+    :data:`MAX_SAMPLES` grid times (TrajectoryError before anything is allocated otherwise)."""
     if not (np.isfinite(rate) and rate > 0):
         raise TrajectoryError(f"the sampling rate must be a positive number of Hz, got {rate}")
     start, end = trajectory.t[0], trajectory.t[-1]
-    grid = start + np.arange(int(np.floor((end - start) * rate)) + 1) / rate
-    t = np.union1d(grid[grid <= end], trajectory.t)
+    count = np.floor((end - start) * rate) + 1
+    if not count <= MAX_SAMPLES:
+        raise TrajectoryError(f"{trajectory.source or 'the trajectory'}: {end - start:.6g} s at {rate:g} Hz is "
+                              f"{count:.4g} samples, more than the {MAX_SAMPLES} allowed: lower --rate")
+    grid = start + np.arange(int(count)) / rate
+    return np.union1d(grid[grid <= end], trajectory.t)
+
+
+def interpolate(trajectory, t, coefficients=None):
+    """``(q, qd, qdd)`` at the times ``t`` (within the waypoints), as joint_trajectory_controller
+    interpolates (module docstring); ``coefficients``: ``_coefficients(trajectory)`` if computed already."""
     segment = np.clip(np.searchsorted(trajectory.t, t, side="right") - 1, 0, trajectory.t.size - 2)
     s = (t - trajectory.t[segment])[:, None]
-    c = _coefficients(trajectory)[segment]  # (samples, m, 6)
+    c = (_coefficients(trajectory) if coefficients is None else coefficients)[segment]  # (samples, m, 6)
     degree = {"linear": 1, "cubic": 3, "quintic": 5}[trajectory.interpolation]
     q, qd, qdd = c[..., degree].copy(), degree * c[..., degree], degree * (degree - 1) * c[..., degree]
     for k in range(degree - 1, -1, -1):  # Horner, for the polynomial and its two derivatives
@@ -258,7 +343,12 @@ def sample(trajectory, rate=DEFAULT_RATE):
         if k >= 2:
             qdd *= s
             qdd += k * (k - 1) * c[..., k]
-    return t, q, qd, qdd  # (linear: qdd = 0 c_1 = 0)
+    return q, qd, qdd  # (linear: qdd = 0 c_1 = 0)
+
+
+def sample(trajectory, rate=DEFAULT_RATE):
+    """``(t, q, qd, qdd)``: the :func:`sample_times` and the :func:`interpolate` values there."""
+    return (t := sample_times(trajectory, rate)), *interpolate(trajectory, t)
 
 
 # ----------------------------------------------------------------------------- the check
@@ -306,29 +396,45 @@ class TrajectoryCheck:
         }
 
 
-def _model_states(model, trajectory, q, qd, qdd, notes):
-    """The sampled joints placed in model order; model joints the trajectory does not name are held
-    still at 0 clipped to their limits (said); names that are mimic joints are dropped (said)."""
+def _placement(model, trajectory, notes):
+    """``(rest, columns)``: the configuration of the model joints the trajectory does not name (held
+    still at 0 clipped to their limits, said) and ``(trajectory column, model index)`` of those it
+    does; names that are mimic joints are dropped (said)."""
     index = {name: k for k, name in enumerate(model.joint_names)}
     followers = set(model.couplings)
     unknown = [n for n in trajectory.joint_names if n not in index and n not in followers]
     if unknown:
-        raise TrajectoryError(f"{trajectory.source}: joints not in the model: {', '.join(unknown)} "
+        raise TrajectoryError(f"{trajectory.source}: joints not in the model: {_names(unknown)} "
                               f"(the model's: {', '.join(model.joint_names)})")
     dropped = [n for n in trajectory.joint_names if n in followers]
     if dropped:
         notes.append(f"mimic joints follow their masters and are not checked from the trajectory: {', '.join(dropped)}")
-    count = q.shape[0]
     rest = np.clip(0.0, model.position_limits[:, 0], model.position_limits[:, 1])
-    Q, QD, QDD = np.tile(rest, (count, 1)), np.zeros((count, model.nv)), np.zeros((count, model.nv))
     held = [n for n in model.joint_names if n not in trajectory.joint_names]
     if held:
         notes.append("held still at 0 (or their nearest limit), not in the trajectory: " + ", ".join(
             f"{n} = {rest[index[n]]:g}" for n in held))
-    for column, name in enumerate(trajectory.joint_names):
-        if name in index:
-            Q[:, index[name]], QD[:, index[name]], QDD[:, index[name]] = q[:, column], qd[:, column], qdd[:, column]
+    columns = [(column, index[name]) for column, name in enumerate(trajectory.joint_names) if name in index]
+    return rest, np.array([c for c, _ in columns], dtype=int), np.array([k for _, k in columns], dtype=int)
+
+
+def _model_states(model, placement, q, qd, qdd):
+    """The sampled joints placed in model order (:func:`_placement`)."""
+    rest, columns, indices = placement
+    Q, QD, QDD = np.tile(rest, (q.shape[0], 1)), np.zeros((q.shape[0], model.nv)), np.zeros((q.shape[0], model.nv))
+    Q[:, indices], QD[:, indices], QDD[:, indices] = q[:, columns], qd[:, columns], qdd[:, columns]
     return Q, QD, QDD
+
+
+def _torques(model, Q, QD, QDD, friction, friction_velocity):
+    """Inverse dynamics of a block of samples, with friction if asked (:func:`check_trajectory`)."""
+    tau = inverse_dynamics(model, Q, QD, QDD)
+    if friction:
+        rows = QD.shape[0]
+        tau += friction_torques(np.tile(model.damping, rows), np.tile(model.friction, rows), friction_velocity,
+                                QD.ravel()).reshape(QD.shape)
+        tau += model.motor_damping * QD
+    return tau
 
 
 def _first_violations(model, t, values, limits, quantity):
@@ -340,6 +446,17 @@ def _first_violations(model, t, values, limits, quantity):
     return violations
 
 
+def _refuse_non_finite(model, trajectory, t, **values):
+    """TrajectoryError at the first sample whose value (``torque=...``, ``position=...``) is not finite:
+    no verdict is given on it."""
+    for quantity, array in values.items():
+        if not np.isfinite(array).all():
+            k, c = np.argwhere(~np.isfinite(array))[0]
+            raise TrajectoryError(f"{trajectory.source or 'the trajectory'}: the {quantity} of {model.joint_names[c]} at "
+                                  f"t = {t[k]:.6g} s is {array[k, c]} (the waypoints there are beyond what can be "
+                                  "computed): no verdict")
+
+
 def check_trajectory(model, trajectory, rate=DEFAULT_RATE, friction=False,
                      friction_velocity=DEFAULT_FRICTION_VELOCITY):
     """:class:`TrajectoryCheck` of ``trajectory`` on ``model`` (its payload and rotor inertia included).
@@ -347,24 +464,32 @@ def check_trajectory(model, trajectory, rate=DEFAULT_RATE, friction=False,
     ``tau = M(q) qdd + C(q, qd) qd + g(q) + armature qdd`` (Lynch & Park §9.3; Spong Ex. 6.1) at every
     sample of :func:`sample`, plus with ``friction`` the URDF's ``B qd + F_c tanh(qd / eps)`` and the
     rotors' ``r^2 B_m qd``; compared with each joint's effort and velocity limits (a limit of 0 or
-    absent is not given).  The first violation of each joint and limit is reported.
+    absent is not given).  The first violation of each joint and limit is reported; a torque that is
+    not finite is a TrajectoryError (never a verdict).  Computed :data:`CHUNK` samples at a time.
     """
     notes = list(trajectory.notes)
     if trajectory.interpolation == "linear":
         notes.append("positions only: linear interpolation (as joint_trajectory_controller); the velocity jumps "
                      "at the waypoints need unbounded torque, which this check cannot see")
-    t, q, qd, qdd = sample(trajectory, rate)
-    Q, QD, QDD = _model_states(model, trajectory, q, qd, qdd, notes)
-    tau = inverse_dynamics(model, Q, QD, QDD)
-    if friction:
-        tau = tau + np.array([friction_torques(model.damping, model.friction, friction_velocity, rates) for rates in QD])
-        tau = tau + model.motor_damping * QD
+    t = sample_times(trajectory, rate)
+    placement = _placement(model, trajectory, notes)
+    with np.errstate(all="ignore"):
+        coefficients = _coefficients(trajectory)
     given = lambda limits: np.where((limits > 0) & np.isfinite(limits), limits, np.inf)  # noqa: E731
     effort_limits, velocity_limits = given(model.effort_limits), given(model.velocity_limits)
-    violations = _first_violations(model, t, tau, effort_limits, "effort") + \
-        _first_violations(model, t, QD, velocity_limits, "velocity")
-    violations.sort(key=lambda v: (v.time, v.joint, v.quantity))
-    peak_tau, peak_qd = np.abs(tau).max(axis=0), np.abs(QD).max(axis=0)
+    first, peak_tau, peak_qd = {}, np.zeros(model.nv), np.zeros(model.nv)
+    for begin in range(0, t.size, CHUNK):
+        times = t[begin:begin + CHUNK]
+        with np.errstate(all="ignore"):  # (overflow is refused below, by name)
+            Q, QD, QDD = _model_states(model, placement, *interpolate(trajectory, times, coefficients))
+            _refuse_non_finite(model, trajectory, times, position=Q, velocity=QD, acceleration=QDD)
+            tau = _torques(model, Q, QD, QDD, friction, friction_velocity)
+        _refuse_non_finite(model, trajectory, times, torque=tau)
+        for violation in (_first_violations(model, times, tau, effort_limits, "effort")
+                          + _first_violations(model, times, QD, velocity_limits, "velocity")):
+            first.setdefault((violation.joint, violation.quantity), violation)
+        peak_tau, peak_qd = np.maximum(peak_tau, np.abs(tau).max(axis=0)), np.maximum(peak_qd, np.abs(QD).max(axis=0))
+    violations = sorted(first.values(), key=lambda v: (v.time, v.joint, v.quantity))
     fraction = lambda peak, limits: [float(p / l) if np.isfinite(l) else None for p, l in zip(peak, limits)]  # noqa: E731
     names = model.joint_names
     return TrajectoryCheck(

@@ -198,3 +198,100 @@ def test_docs_example(tmp_path, capsys):
     report = json.loads(out)
     assert status == 1 and report["violations"][0]["joint"] == "arm7_joint2"
     assert report["violations"][0]["time"] == pytest.approx(1.753) and report["violations"][0]["value"] < -87.0
+
+
+def _pendulum_files(tmp_path):
+    urdf = tmp_path / "pendulum.urdf"
+    urdf.write_text(PENDULUM)
+    (tmp_path / "slow.csv").write_text("t,q_swing\n0,0\n1,0.4\n")
+    return str(urdf), str(tmp_path / "slow.csv")
+
+
+@pytest.mark.parametrize("payload, reason", [
+    (["link", "1e308"], "more than 10 times the robot's mass"),
+    (["link", "1", "0", "0", "1e200"], "beyond the robot's reach"),
+    (["link", "1", "0", "0", "-1", "1e300", "0", "0", "1e300", "0", "1e300"], "implausible"),
+])
+def test_a_payload_the_node_would_refuse_is_refused_and_no_verdict_is_given(tmp_path, capsys, payload, reason):
+    """Before: peak |tau| nan, "within the effort and velocity limits", exit 0 ("ok": true and a bare
+    NaN with --json)."""
+    urdf, plan = _pendulum_files(tmp_path)
+    for extra in ([], ["--json"]):
+        status, out, err = _cli([urdf, plan, "--payload", *payload, *extra], capsys)
+        assert status == 2 and out == "" and err.count("\n") == 1, (out, err)
+        assert "--payload" in err and reason in err
+
+
+def test_a_torque_that_is_not_finite_is_an_error_not_a_verdict(pendulum, tmp_path, capsys):
+    """Accelerations of 1e308 overflow the quintic's coefficients, of 1e300 the pendulum's torque
+    (m l^2 + armature) qdd with an armature of 1e10: no verdict either way."""
+    trajectory = Trajectory(["swing"], [0.0, 1.0], [[0.0], [0.0]], qd=[[0.0], [0.0]], qdd=[[1e308], [-1e308]])
+    with pytest.raises(TrajectoryError, match="position of swing at t = 0.* is nan.*no verdict"):
+        check_trajectory(pendulum, trajectory)
+    trajectory = Trajectory(["swing"], [0.0, 1.0], [[0.0], [0.0]], qd=[[0.0], [0.0]], qdd=[[1e300], [1e300]])
+    with pytest.raises(TrajectoryError, match="torque of swing at t = 0 s is inf.*no verdict"):
+        check_trajectory(pendulum.with_armature([1e10]), trajectory)
+    urdf, _ = _pendulum_files(tmp_path)
+    (tmp_path / "wild.csv").write_text("t,q_swing,qd_swing,qdd_swing\n0,0,0,1e308\n1,0,0,-1e308\n")
+    status, out, err = _cli([urdf, str(tmp_path / "wild.csv"), "--json"], capsys)
+    assert status == 2 and out == "" and "wild.csv" in err and "no verdict" in err
+
+
+def test_a_check_longer_than_one_block_of_samples_finds_the_same_first_violation(pendulum):
+    """q from 0 to 1 rad in 200 s (linear): tau = g sin q passes 5 N m at t = 200 asin(5 / g), beyond
+    the first block of samples."""
+    from robot_dynamics.trajectory_check import CHUNK
+
+    check = check_trajectory(pendulum, Trajectory(["swing"], [0.0, 200.0], [[0.0], [1.0]]))
+    crossing = 200 * math.asin(5.0 / G)
+    assert check.samples == 200_001 > CHUNK and crossing * 1000 > CHUNK
+    (violation,) = check.violations
+    assert violation.time == pytest.approx(math.ceil(crossing * 1000) / 1000, abs=1e-9)
+    assert check.peak_effort["swing"] == pytest.approx(G * math.sin(1.0), rel=1e-12)
+
+
+YAML_POINT = "- positions: [{q}]\n  time_from_start: {{sec: {sec}, nanosec: 0}}\n"
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("joint_names: [swing]\npoints:\n- positions: [0.0]\n- positions: [1.0]\n", "point 0 has no time_from_start"),
+    ("joint_names: [swing]\npoints:\n- positions: [0.0]\n  time_from_start: 5\n", "time_from_start must be {sec: S"),
+    ("joint_names: [swing]\npoints: foo\n", "points must be a list"),
+    ("joint_names: [1, 2]\npoints:\n" + YAML_POINT.format(q="0, 0", sec=0), "joint_names must be a list of names"),
+    ("joint_names: [swing]\npoints:\n- positions: [zero]\n  time_from_start: {sec: 0}\n", "positions must be a finite"),
+    ("joint_names: [swing]\npoints:\n- positions: 0\n  time_from_start: {sec: 0}\n", "positions must be a list"),
+    ("joint_names: [swing]\npoints:\n- positions: [0]\n  time_from_start: {sec: 1" + "0" * 400 + "}\n",
+     "sec must be a finite number"),
+    ("joint_names: [swing]\npoints:\n" + YAML_POINT.format(q=0, sec=0) + YAML_POINT.format(q=1, sec=100_000_000),
+     "more than the 86400 s allowed"),
+    ("points: [\n", "is not YAML"),
+])
+def test_a_malformed_yaml_trajectory_is_one_line_naming_the_file(tmp_path, capsys, text, reason):
+    """Before: KeyError/AttributeError/TypeError tracebacks (exit 1), or an error without the file."""
+    urdf, _ = _pendulum_files(tmp_path)
+    (tmp_path / "plan.yaml").write_text(text)
+    status, out, err = _cli([urdf, str(tmp_path / "plan.yaml")], capsys)
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert str(tmp_path / "plan.yaml") in err and reason in err, err
+
+
+@pytest.mark.parametrize("rate, reason", [("1e12", "lower --rate"), ("1e7", "lower --rate"), ("0", "positive, finite"),
+                                          ("nan", "positive, finite"), ("inf", "positive, finite")])
+def test_a_rate_beyond_the_sample_limit_is_refused_before_the_work(tmp_path, capsys, rate, reason):
+    """Before: --rate 1e12 an _ArrayMemoryError traceback, --rate 1e7 on a 2 s plan 5.5 GB."""
+    urdf, _ = _pendulum_files(tmp_path)
+    (tmp_path / "two.csv").write_text("t,q_swing\n0,0\n2,0.4\n")
+    try:
+        status = cli.main(["check-trajectory", urdf, str(tmp_path / "two.csv"), "--rate", rate])
+    except SystemExit as usage_error:  # (argparse: a usage error)
+        status = usage_error.code
+    err = capsys.readouterr().err
+    assert status == 2 and reason in err and err.count("\n") == 1, err
+
+
+def test_waypoints_spanning_more_than_a_day_are_refused(tmp_path, capsys):
+    """Before: waypoints at 0 and 1e8 s gave an _ArrayMemoryError traceback."""
+    urdf, _ = _pendulum_files(tmp_path)
+    (tmp_path / "long.csv").write_text("t,q_swing\n0,0\n1e8,0.4\n")
+    status, out, err = _cli([urdf, str(tmp_path / "long.csv")], capsys)
+    assert status == 2 and "long.csv" in err and "86400 s" in err and err.count("\n") == 1

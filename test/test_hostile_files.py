@@ -181,3 +181,135 @@ def test_excitation_file_is_read_only_at_run_time(tmp_path):
         code = process.stop()
         harness.close()
     assert code == 0, process.log()
+
+
+# ------------------------------------------------------------------ check-trajectory's inputs
+
+MEMORY_BOUND = 1 << 30  # bytes: every input is checked, or refused, below this
+
+
+def check_trajectory_process(*args, timeout=300):
+    """(exit status, stderr, peak resident memory in bytes) of ``robot-dynamics check-trajectory ARGS``
+    in a process of its own (its own ``ru_maxrss``, printed after the command by the wrapper)."""
+    wrapper = ("import resource, sys\nfrom robot_dynamics import cli\nstatus = cli.main(sys.argv[1:])\n"
+               "sys.stdout.write(f'\\nmaxrss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')\n"
+               "raise SystemExit(status)\n")
+    done = subprocess.run([sys.executable, "-c", wrapper, "check-trajectory", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+    peak = int(done.stdout.rsplit("maxrss ", 1)[1]) * 1024 if "maxrss " in done.stdout else None
+    return done.returncode, done.stderr, peak
+
+
+def refused_in_one_line(status, err, *words):
+    assert status == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    for word in words:
+        assert word in err, err
+
+
+ALIAS_BOMB = "\n".join(["a: &a [0, 0, 0, 0, 0, 0, 0, 0, 0]"] + [
+    f"{chr(98 + k)}: &{chr(98 + k)} [" + ", ".join([f"*{chr(97 + k)}"] * 9) + "]" for k in range(9)] + [
+    "joint_names: [theta1, theta2]", "points:", "- positions: [*i, *i]", "  time_from_start: {sec: 0}",
+    "- positions: [1.0, 1.0]", "  time_from_start: {sec: 1}"]) + "\n"
+
+
+def test_a_yaml_alias_bomb_is_refused_at_once_in_bounded_memory(tmp_path):
+    """Before: MemoryError (numpy expanding 2 x 9^9 aliased values, 6 GB)."""
+    (tmp_path / "bomb.yaml").write_text(ALIAS_BOMB)
+    assert len(ALIAS_BOMB) < 1000
+    status, err, peak = check_trajectory_process("planar_2r", tmp_path / "bomb.yaml")
+    refused_in_one_line(status, err, str(tmp_path / "bomb.yaml"), "anchors or aliases")
+    assert peak < MEMORY_BOUND
+
+
+def test_a_trajectory_file_past_the_size_limit_or_sparse_is_refused_at_once(tmp_path):
+    """Before: a 2 GiB sparse file read into memory (MemoryError); a 74 MB YAML parsed for 290 s."""
+    from robot_dynamics.input_files import MAX_TRAJECTORY_BYTES
+
+    for name in ("sparse.csv", "sparse.yaml"):
+        with open(tmp_path / name, "wb") as stream:
+            stream.truncate(2 << 30)
+        status, err, peak = check_trajectory_process("planar_2r", tmp_path / name, timeout=60)
+        refused_in_one_line(status, err, str(tmp_path / name), f"more than the {MAX_TRAJECTORY_BYTES} allowed")
+        assert peak < MEMORY_BOUND
+
+
+def test_a_trajectory_at_the_size_or_value_limit_is_refused_in_bounded_memory(tmp_path):
+    """The worst files within the size limit: as many points as fit in MAX_TRAJECTORY_BYTES (refused
+    for too many YAML values), as many as MAX_YAML_NODES allows (parsed, then refused for the samples
+    they span), a million CSV rows (refused for too many waypoints). Before: 1e6 points in 74 MB took
+    290 s and 7.5 GB, then MemoryError."""
+    from robot_dynamics.input_files import MAX_TRAJECTORY_BYTES, MAX_YAML_NODES
+
+    point = "- positions: [0, 0]\n  time_from_start: {sec: %d}\n"  # 9 YAML values
+    header = "joint_names: [theta1, theta2]\npoints:\n"
+    files = {"full.yaml": (MAX_TRAJECTORY_BYTES - 100) // len(point % 100_000), "values.yaml": MAX_YAML_NODES // 9 - 2}
+    for name, count in files.items():
+        (tmp_path / name).write_text(header + "".join(point % k for k in range(count)))
+    (tmp_path / "rows.csv").write_text("t,q_theta1,q_theta2\n" + "".join(f"{k},0,0\n" for k in range(1_000_000)))
+    for name, reason in (("full.yaml", "YAML values"), ("values.yaml", "lower --rate"), ("rows.csv", "waypoints")):
+        status, err, peak = check_trajectory_process("planar_2r", tmp_path / name)
+        refused_in_one_line(status, err, name, "more than", reason)
+        assert peak < MEMORY_BOUND, f"{name}: {peak / 1e6:.0f} MB"
+
+
+def test_the_largest_check_allowed_stays_in_bounded_memory(tmp_path):
+    """MAX_SAMPLES samples of the seven arm joints: checked block by block (before: --rate 1e7 on a
+    2 s plan took 5.5 GB)."""
+    from robot_dynamics.trajectory_check import MAX_SAMPLES
+
+    joints = [f"arm7_joint{k}" for k in range(1, 8)]
+    (tmp_path / "plan.csv").write_text(",".join(["t"] + [f"q_{j}" for j in joints]) + "\n0" + ",0" * 7 + "\n2"
+                                       + ",0.1" * 7 + "\n")
+    status, err, peak = check_trajectory_process("arm7_gripper", tmp_path / "plan.csv", "--rate", MAX_SAMPLES / 2 - 1)
+    assert status == 0 and "Traceback" not in err, err
+    assert peak < MEMORY_BOUND, f"{peak / 1e6:.0f} MB"
+
+
+def test_a_trajectory_fifo_is_refused_without_blocking(tmp_path, capsys):
+    from robot_dynamics import cli
+
+    fifo = tmp_path / "plan.yaml"
+    os.mkfifo(fifo)
+
+    def release():
+        with open(fifo, "w"):
+            pass
+
+    outcome = returns_within(lambda: cli.main(["check-trajectory", "planar_2r", str(fifo)]), 10.0, release)
+    assert outcome.get("value") == 2 and "is not a regular file (a FIFO)" in capsys.readouterr().err
+
+
+def _bag(path, storage):
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3) as writer:
+        writer.add_connection("/joint_trajectory", "trajectory_msgs/msg/JointTrajectory",
+                              typestore=__import__("robot_dynamics.identification.recording",
+                                                   fromlist=["_typestore"])._typestore())
+    return next(p for p in path.iterdir() if p.suffix in (".mcap", ".db3"))
+
+
+@pytest.mark.parametrize("damage", ["empty directory", "garbage mcap", "garbage db3", "lone garbage mcap",
+                                    "metadata alias bomb"])
+def test_a_damaged_trajectory_bag_is_one_line_naming_it(tmp_path, capsys, damage):
+    """Before: tracebacks from rosbags (and an empty directory)."""
+    from robot_dynamics import cli
+
+    bag = tmp_path / "bag"
+    if damage == "empty directory":
+        bag.mkdir()
+        target, words = bag, ("no metadata.yaml",)
+    elif damage == "lone garbage mcap":
+        bag.mkdir()
+        target, words = bag / "plan.mcap", ("no metadata.yaml",)
+        target.write_bytes(b"\x89MCAP0\r\n" + os.urandom(4000))
+    elif damage == "metadata alias bomb":
+        _bag(bag, "mcap")
+        (bag / "metadata.yaml").write_text(ALIAS_BOMB)
+        target, words = bag, ("anchors or aliases",)
+    else:
+        target = _bag(bag, damage.split()[1])
+        target.write_bytes(os.urandom(4000))
+        words = ("not a readable rosbag2 bag",)
+    status = cli.main(["check-trajectory", "planar_2r", str(target)])
+    refused_in_one_line(status, capsys.readouterr().err, str(bag), *words)

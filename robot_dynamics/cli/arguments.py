@@ -10,7 +10,7 @@ import numpy as np
 
 class CLIError(Exception):
     """A user error: printed as one line on stderr, exit status ``status`` (1; 2 for bad input to
-    ``excite``/``identify``: a recording, an option's value, an output path)."""
+    ``excite``/``identify``/``check-trajectory``: a recording or trajectory, an option's value, an output path)."""
 
     def __init__(self, message, status=1):
         super().__init__(message)
@@ -23,6 +23,17 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):
         sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
         raise SystemExit(2)
+
+
+def positive_number(text):
+    """An argparse ``type``: a finite number above 0 (``--rate``), else a one-line usage error (exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"give a positive, finite number, got {text!r}")
+    return value
 
 
 def add_urdf_argument(parser):

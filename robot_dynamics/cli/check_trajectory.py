@@ -2,7 +2,10 @@
 :func:`robot_dynamics.trajectory_check.check_trajectory`.
 
 Exit status: 0 when every sample is within the limits, 1 on a violation, 2 on bad input (one line
-on stderr naming the input and the problem).
+on stderr naming the input and the problem): a trajectory file beyond the reading bounds of
+:mod:`robot_dynamics.trajectory_check`, a ``--rate`` giving too many samples, a payload the dynamics
+node would refuse (:func:`robot_dynamics.nodes.safety.check_payload`, the rclpy-free rule), or a
+torque that is not finite. No verdict is given on a result that is not finite.
 """
 
 from __future__ import annotations
@@ -10,8 +13,10 @@ from __future__ import annotations
 import json
 import sys
 
+import numpy as np
+
 from ..trajectory_check import DEFAULT_RATE, TrajectoryError
-from .arguments import CLIError, load_model, warn
+from .arguments import CLIError, load_model, positive_number, warn
 
 
 def register(commands):
@@ -32,14 +37,18 @@ def add_arguments(parser):
                              "centre of mass in the link frame in m, its inertia about that centre in kg m^2)")
     parser.add_argument("--friction", action="store_true",
                         help="add the URDF's <dynamics> damping and friction (and the rotors' damping) to the torques")
-    parser.add_argument("--rate", type=float, default=DEFAULT_RATE,
+    parser.add_argument("--rate", type=positive_number, default=DEFAULT_RATE,
                         help=f"samples per second between the waypoints (default {DEFAULT_RATE:g}, the controller's)")
     parser.add_argument("--no-mimic", action="store_true", help="ignore <mimic> tags: every moving joint is a coordinate")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 def with_payload(model, values):
-    """The model carrying ``--payload LINK MASS [CX CY CZ [IXX IXY IXZ IYY IYZ IZZ]]``."""
+    """The model carrying ``--payload LINK MASS [CX CY CZ [IXX IXY IXZ IYY IYZ IZZ]]``, judged as the
+    dynamics node judges its ``payload.*`` parameters: at most 10 times the robot's mass, within its
+    reach, and finite, plausible gravity torques and mass matrix with it."""
+    from ..nodes.safety import Plausibility, check_outputs_finite, check_outputs_plausible, check_payload
+
     if not values:
         return model
     link, numbers = values[0], values[1:]
@@ -52,9 +61,15 @@ def with_payload(model, values):
     com = numbers[1:4] if len(numbers) >= 4 else [0.0, 0.0, 0.0]
     inertia = numbers[4:10] if len(numbers) == 10 else [0.0] * 6
     try:
-        return model.with_payload(link, numbers[0], com, inertia)
+        plausibility = Plausibility(model)  # (the robot as parsed: a payload never widens its own bounds)
+        with np.errstate(all="ignore"):  # (|com| of 1e200 overflows to inf: refused as beyond the reach)
+            check_payload(plausibility, numbers[0], com)
+        loaded = model.with_payload(link, numbers[0], com, inertia)
+        check_outputs_finite(loaded, "--payload")
+        check_outputs_plausible(loaded, plausibility, "--payload")
     except ValueError as error:
         raise TrajectoryError(f"--payload: {error}") from None
+    return loaded
 
 
 def _fraction(value):
@@ -93,9 +108,11 @@ def run(args, out=None, err=None):
     except ValueError as error:  # TrajectoryError, a bad URDF, a bad --rate
         err.write(f"robot-dynamics check-trajectory: error: {error}\n")
         return 2
-    if args.json:
-        json.dump(check.as_dict(), out, indent=2)
-        out.write("\n")
+    except MemoryError:  # (the bounds keep every input below 1 GB: this is a last resort)
+        err.write(f"robot-dynamics check-trajectory: error: {args.trajectory}: too large to check in memory\n")
+        return 2
+    if args.json:  # (rendered whole before a byte is written; strict JSON: never a bare NaN)
+        out.write(json.dumps(check.as_dict(), indent=2, allow_nan=False) + "\n")
     else:
         print_report(check, out)
     return 0 if check.ok else 1
