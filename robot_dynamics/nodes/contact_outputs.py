@@ -17,8 +17,6 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 
-import robot_dynamics as rd
-
 from .contact_messages import EffortWriter, WrenchWriter
 from .contact_plan import CollisionDetector, EffortTracker, stamp_seconds
 from .parameters import Rejected
@@ -144,11 +142,10 @@ class ContactOutputs:
         self._published_flag = value
         self._publishers[2].publish(Bool(data=bool(value)))
 
-    def command(self, plan, tau_out: np.ndarray) -> np.ndarray:
-        """effort_command's torques (output order): the gravity hold while the reaction holds, else ``tau_out``."""
-        if not self._latched or self._state is None:
-            return tau_out
-        return rd.gravity_torques(plan.model, self._state.q)[plan.out]
+    @property
+    def latched(self) -> bool:
+        """Whether the gravity-hold reaction holds (until ~/reset_collision, whatever is switched off meanwhile)."""
+        return self._latched
 
     # --- service, diagnostics ----------------------------------------------------------------------------
     def _on_reset(self, request, response):
