@@ -66,79 +66,9 @@ def test_the_decision_saturates_the_law_and_the_hold(model):
 
 
 rclpy = pytest.importorskip("rclpy")
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
-
-class Fed:
-    """A DynamicsNode in this process: ``state(...)`` calls its joint_states callback, every output is
-    taken as listened to, ``commands`` records effort_command, ``logs`` its log lines."""
-
-    def __init__(self, params):
-        from robot_dynamics.nodes.dynamics_node import DynamicsNode
-
-        self.context = Context()
-        rclpy.init(context=self.context)
-        self.node = DynamicsNode(context=self.context, namespace="/command_path", parameter_overrides=[
-            Parameter(k, value=v) for k, v in {"robot_description": rd.examples.TWO_LINK_URDF, **params}.items()])
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        deadline = time.monotonic() + 30.0
-        while self.node._plan is None:  # (the model is loaded by a callback)
-            assert time.monotonic() < deadline, "the node loaded no model"
-            self.executor.spin_once(timeout_sec=0.05)
-        self.node._listeners = lambda: (True,) * 5
-        self.commands, self.logs = [], []
-        self.node._pub_command.publish = lambda msg: self.commands.append(np.array(msg.data))
-        for pub in (self.node._pub_gravity, self.node._pub_bias, self.node._pub_computed, self.node._pub_mass):
-            pub.publish = lambda msg: None
-        self.node.get_logger = lambda: _Recorder(self.logs)
-        self.t = 100.0
-
-    def state(self, q=Q, qd=QD, effort=()):
-        msg = JointState(name=NAMES, position=list(q), velocity=list(qd) if qd is not None else [],
-                         effort=list(effort))
-        self.t += 0.005
-        msg.header.stamp.sec, msg.header.stamp.nanosec = int(self.t), int(round((self.t % 1) * 1e9))
-        self.node._on_joint_states(msg)
-        return self.commands[-1] if self.commands else None
-
-    def desired(self, positions=None, accelerations=(0.0, 0.0)):
-        point = JointTrajectoryPoint(accelerations=list(accelerations))
-        if positions is not None:
-            point.positions = list(positions)
-        self.node._on_desired_state(JointTrajectory(joint_names=NAMES, points=[point]))
-
-    def stream(self, seconds, **state):
-        """Joint states every 5 ms for ``seconds`` (wall time: the node judges age by its clock)."""
-        count = len(self.commands)
-        n = int(seconds / 0.005)
-        for _ in range(n):
-            self.state(**state)
-            time.sleep(0.005)
-        return len(self.commands) - count, n
-
-    def said(self, text):
-        return [line for line in self.logs if text in line]
-
-    def close(self):
-        self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.shutdown(context=self.context)
-
-
-class _Recorder:
-    def __init__(self, lines):
-        self.lines = lines
-
-    def _record(self, *args, **kwargs):
-        self.lines.append(str(args[0]) if args else "")
-
-    info = warn = warning = error = debug = fatal = _record
+from in_process import Fed  # noqa: E402
 
 
 @pytest.fixture
@@ -234,7 +164,6 @@ def test_task_space_without_target_holds_gravity(fed, model):
 def test_the_hold_is_in_diagnostics(fed, model):
     node = fed(command_source="computed")
     node.stream(0.05)
-    array = node.node.diagnostics(time.monotonic_ns())
-    outputs = next(s for s in array.status if s.name.endswith(": outputs"))
+    outputs = node.status("outputs")
     assert "no desired input yet" in outputs.message and "effort_command holds gravity" in outputs.message
     assert outputs.level == b"\x01"  # WARN

@@ -147,7 +147,7 @@ class DynamicsNode(RobotNode):
             return
         if mimic_warning:
             self.problem("mimic", mimic_warning, now, DiagnosticStatus.WARN)
-        self._contact.take_efforts(msg.name, msg.effort, now)
+        self._contact.take_efforts(msg.name, msg.effort, msg.header.stamp, now)
         if not fresh:
             return  # nothing of this robot in the message (e.g. another robot's joints): no output
         try:
