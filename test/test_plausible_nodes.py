@@ -124,6 +124,9 @@ def test_absurd_desired_accelerations_give_no_computed_torques(harness, dynamics
     assert "not publishing computed_torques: not plausible: torques above 1000 times" in text
     late = time.monotonic()
     publish_until(lambda: publish(1e12), gravity, lambda m: True, since=late, what="gravity torques meanwhile")
+    held = publish_until(lambda: publish(1e12), command, lambda m: True, since=late, what="effort_command meanwhile")
+    np.testing.assert_allclose(held.data, rd.gravity_torques(model, q), atol=1e-9)  # the gravity hold
+    assert "effort_command holds gravity" in text
     for m in computed.messages:
         assert np.abs(m.effort).max() < 1e7, m.effort  # (1e12 x the mass matrix was published before)
     for m in command.messages:

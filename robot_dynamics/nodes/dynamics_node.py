@@ -391,7 +391,8 @@ class DynamicsNode(RobotNode):
                 out_level, out_text = max(out_level, lvl), txt
         note = self._command_note
         if note is not None and now - note[2] <= 2 * DIAGNOSTICS_PERIOD * 1e9:  # (the hold of this period)
-            out_level, out_text = max(out_level, note[0]), note[1]
+            out_text = f"{out_text}; {note[1]}" if out_level > DiagnosticStatus.OK else note[1]
+            out_level = max(out_level, note[0])
             out_values.append(("effort_command", note[1]))
         if plan is None:
             out_level, out_text = DiagnosticStatus.STALE, "no model: publishing nothing"
