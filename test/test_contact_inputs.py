@@ -145,6 +145,20 @@ def test_mixed_clocks_are_refused_by_name_instead_of_invented_zeros(fed, model):
     assert same.flags[-1] is True
 
 
+def test_another_robots_joint_states_on_another_clock_change_nothing(fed, model):
+    """Joint states of joints the model does not have (a second robot on the topic) stamped by another
+    clock are not a clock of this robot's: the estimate goes on."""
+    push = np.array([0.0, 20.0])
+    effort = rd.gravity_torques(model, Q) - push
+    node = fed()
+    t = 1795724745.6
+    for k in range(200):
+        t += 0.005
+        node.state(q=Q, qd=(0.0, 0.0), effort=effort, stamp=t)
+        node.state(q=(1.0,), qd=(0.0,), effort=(3.0,), names=["other_robot_joint"], stamp=0.005 * k)
+    np.testing.assert_allclose(node.torques[-1], push, atol=1e-3)
+
+
 def latched(fed, model):
     node = fed(command_source="computed", **{"collision.thresholds": [5.0, 5.0], "collision.reaction": "gravity"})
     node.desired(positions=Q + 0.1)  # (the law's torque is not g(Q))

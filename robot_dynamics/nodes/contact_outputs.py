@@ -82,7 +82,8 @@ class ContactOutputs:
         """A joint_states message's efforts, and its stamp's clock (every message: the first too)."""
         if self.plan is None:
             return
-        self._mixed = self._clocks.problem(names, stamp_seconds(stamp.sec, stamp.nanosec, now), now)
+        if len(self._efforts.map(names)[0]):  # (another robot's joint states: not our clocks)
+            self._mixed = self._clocks.problem(names, stamp_seconds(stamp.sec, stamp.nanosec, now), now)
         self._efforts_refused = False
         try:
             self._efforts.update(names, effort, now)

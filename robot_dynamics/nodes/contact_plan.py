@@ -165,6 +165,19 @@ class EffortTracker:
         names the non-finite or implausible ones."""
         if not len(effort):
             return
+        src, dst = self.map(names)
+        values = np.asarray(effort, dtype=float)[src]
+        if (np.abs(values) <= self.plausibility.torque[dst]).all():  # the common case, one test (NaN fails it)
+            self.effort[dst] = values
+            self.effort_ns[dst] = now_ns
+            return
+        bad = ~np.isfinite(values)
+        problem = (f"non-finite effort of {[names[k] for k in src[bad]]}" if bad.any()
+                   else self.plausibility.torque_problem(dst, values).replace("torques", "efforts", 1))
+        raise Rejected(f"{problem}: the message's efforts refused, no external torques from them")
+
+    def map(self, names) -> tuple:
+        """``(message index, model index)`` arrays of the model's joints among ``names`` (cached per list)."""
         key = tuple(names)
         found = self._maps.get(key)
         if found is None:
@@ -173,16 +186,7 @@ class EffortTracker:
             if len(self._maps) > 64:
                 self._maps.clear()
             self._maps[key] = found
-        src, dst = found
-        values = np.asarray(effort, dtype=float)[src]
-        if (np.abs(values) <= self.plausibility.torque[dst]).all():  # the common case, one test (NaN fails it)
-            self.effort[dst] = values
-            self.effort_ns[dst] = now_ns
-            return
-        bad = ~np.isfinite(values)
-        problem = (f"non-finite effort of {[key[k] for k in src[bad]]}" if bad.any()
-                   else self.plausibility.torque_problem(dst, values).replace("torques", "efforts", 1))
-        raise Rejected(f"{problem}: the message's efforts refused, no external torques from them")
+        return found
 
     def missing(self, limit_ns: int, names) -> str:
         """Which efforts are missing or older than ``limit_ns`` ('' when all are fresh)."""
