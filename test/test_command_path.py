@@ -161,6 +161,13 @@ def test_task_space_without_target_holds_gravity(fed, model):
     assert node.said("effort_command holds gravity")
 
 
+def test_task_space_without_velocities_holds_gravity(fed, model):
+    node = fed(command_source="task_space", **{"task_space.frame": "tip", "task_space.directions": ["x", "z"]})
+    sent, states = node.stream(0.2, qd=None)
+    assert sent == states
+    np.testing.assert_allclose(node.commands[-1], gravity(model), atol=1e-12)
+
+
 def test_the_hold_is_in_diagnostics(fed, model):
     node = fed(command_source="computed")
     node.stream(0.05)

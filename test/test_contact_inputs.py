@@ -195,3 +195,17 @@ def test_a_latched_hold_stays_visible_whatever_is_switched_off(fed, model):
     node.desired(positions=Q + 0.1)
     held(node, model, 0.01)
     assert np.abs(node.commands[-1] - rd.gravity_torques(model, Q)).max() > 1.0  # the law again
+
+
+def test_an_estimate_beyond_the_rule_is_neither_published_nor_detected(fed, model):
+    """The outputs obey the inputs' rule: an observer that answered 1e300 (or NaN) publishes nothing and
+    flags no collision (the guard behind the input checks)."""
+    node = fed(command_source="gravity", **{"collision.thresholds": [5.0, 5.0], "collision.reaction": "gravity"})
+    held(node, model, 0.1)
+    count = len(node.torques)
+    observer = node.node._contact._observer
+    for absurd in (np.array([0.0, 1e300]), np.array([np.nan, 0.0])):
+        observer.update = lambda t, q, qd, tau, r=absurd: r.copy()
+        held(node, model, 0.05)
+    assert len(node.torques) == count and True not in node.flags and not node.node._contact.latched
+    assert node.said("not publishing external torques: not plausible: torques above 1000 times")
