@@ -221,11 +221,11 @@ class DynamicsNode(RobotNode):
         # the control output first (what a 1 kHz loop waits for); message objects reused (publish copies).
         law, refusals = None, ()
         if task:
-            law = self._task_space_torque(plan, data, q, qd, vel_ok, computed_heard, now, stamp)
-            refusals = (("velocity", no_velocity), ("desired", self._task.refusal))
+            law, problem = self._task_space_torque(plan, data, q, qd, vel_ok, computed_heard, now, stamp)
+            refusals = (("velocity", no_velocity), ("desired", self._task.refusal), ("law", problem))
         if computed:
-            law, tracking = self._computed_torque(plan, desired, data, q, qd, computed_heard, stamp, now)
-            refusals = (("tracking", tracking),)
+            law, tracking, problem = self._computed_torque(plan, desired, data, q, qd, computed_heard, stamp, now)
+            refusals = (("tracking", tracking), ("law", problem))
         elif command == "computed":
             refusals = (("velocity", no_velocity), ("desired", no_desired))
         if command_out != "none":
@@ -249,12 +249,16 @@ class DynamicsNode(RobotNode):
             self._compute_ns_max = dt
 
     def _publishable(self, what: str, values: np.ndarray, now: int, inputs=()) -> bool:
-        """Whether ``values`` (model order) may be published: believed by the plan's plausibility rule
-        (the one its inputs pass; a NaN or inf is never believed); otherwise the reason is reported,
+        """Whether ``values`` (model order) may be published (:meth:`_refusal`)."""
+        return not self._refusal(what, values, now, inputs)
+
+    def _refusal(self, what: str, values: np.ndarray, now: int, inputs=()) -> str:
+        """'' when ``values`` (model order) may be published: believed by the plan's plausibility rule
+        (the one its inputs pass; a NaN or inf is never believed); otherwise the reason, reported,
         naming the first of ``inputs`` (``(name, array)`` pairs it was computed from) not believed."""
         plausibility = self._plan.plausibility
         if not plausibility.output_problem(values):
-            return True
+            return ""
         for name, array in inputs:  # (only once something is wrong: the cause, for the diagnosis)
             if plausibility.output_problem(array):
                 what, values = f"{what} ({name})", array
@@ -262,11 +266,12 @@ class DynamicsNode(RobotNode):
         reason = ("not finite" if not np.isfinite(values).all() else
                   f"not plausible: {plausibility.output_problem(values)}")
         self.problem("output", f"not publishing {what}: {reason}", now)
-        return False
+        return f"{what} {reason}"
 
     def _computed_torque(self, plan: Plan, desired: Desired, data, q, qd, heard: bool, stamp, now: int):
-        """``(tau, tracking)``: the computed-torque law (model order; published on computed_torques when
-        heard and believed) and the reason its position error is beyond max_position_error ('')."""
+        """``(tau, tracking, refusal)``: the computed-torque law (model order; published on computed_torques
+        when heard and believed), the reason its position error is beyond max_position_error and the
+        reason it is not believed ('' each when there is none)."""
         s = plan.settings
         M, h = data.M, data.h
         qdd_d, e, ed = servo_terms(plan, desired, q, qd)
@@ -274,7 +279,8 @@ class DynamicsNode(RobotNode):
             tau = control.computed_torque(M, h, qdd_d, e, ed, plan.kp, plan.kd)
             if s.compensate_friction:
                 tau += control.friction_torques(plan.model.viscous_damping, plan.model.friction, s.friction_velocity, qd)
-        if self._publishable("computed_torques", tau, now, (("mass matrix", M), ("bias torques", h))):
+        refusal = self._refusal("computed_torques", tau, now, (("mass matrix", M), ("bias torques", h)))
+        if not refusal:
             if heard:
                 self._pub_computed.publish(self._msgs.torques.serialize(stamp.sec, stamp.nanosec, None, None,
                                                                         tau if plan.full else tau[plan.out]))
@@ -282,24 +288,26 @@ class DynamicsNode(RobotNode):
         worst = int(np.argmax(np.abs(e))) if s.max_position_error > 0 else -1
         if worst >= 0 and abs(e[worst]) > s.max_position_error:
             return tau, (f"position error {e[worst]:.4g} of {cut(plan.model.joint_names[worst], 200)!r} "
-                         f"beyond max_position_error {s.max_position_error:g}")
-        return tau, ""
+                         f"beyond max_position_error {s.max_position_error:g}"), refusal
+        return tau, "", refusal
 
     def _task_space_torque(self, plan: Plan, data, q, qd, vel_ok: bool, heard: bool, now: int, stamp):
-        """The task-space law's torque (model order; published on computed_torques when heard and
-        believed), or None without one (the reason: ``self._task.refusal``)."""
+        """``(tau, refusal)``: the task-space law's torque (model order; published on computed_torques when
+        heard and believed), None without one (the reason: ``self._task.refusal``), and the reason it is
+        not believed ('')."""
         tau = self._task.torque(plan, data, q, qd, vel_ok, now)
         if tau is not None and plan.settings.compensate_friction:
             s = plan.settings
             with np.errstate(all="ignore"):
                 tau = tau + control.friction_torques(plan.model.viscous_damping, plan.model.friction,
                                                      s.friction_velocity, qd)
-        if tau is not None and self._publishable("computed_torques (task space)", tau, now):
+        refusal = "" if tau is None else self._refusal("computed_torques (task space)", tau, now)
+        if tau is not None and not refusal:
             if heard:
                 self._pub_computed.publish(self._msgs.torques.serialize(stamp.sec, stamp.nanosec, None, None,
                                                                         tau if plan.full else tau[plan.out]))
             self._n_computed += 1
-        return tau
+        return tau, refusal
 
     def _publish_command(self, plan: Plan, source: str, law, hold: np.ndarray, refusals, now: int) -> None:
         """effort_command as :class:`~robot_dynamics.nodes.command_path.CommandPath` decides: the law, or
