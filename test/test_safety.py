@@ -61,7 +61,7 @@ def test_plausibility_refuses_positions_far_beyond_the_limits_and_absurd_speeds(
     assert check.problem(index, q, None) == ""
     q[j] = 1e5  # (the hostile round's value)
     text = check.problem(index, q, None)
-    assert "more than 1000 beyond the joint limits" in text and arm7.joint_names[j] in text and "1e+05" in text
+    assert "more than 10000 beyond the joint limits" in text and arm7.joint_names[j] in text and "1e+05" in text
     qd = np.zeros(arm7.nv)
     qd[j] = 1.01 * MAX_SPEED
     text = check.problem(index, None, qd)

@@ -4,7 +4,7 @@
   (a node never opens a file somebody named on the ROS graph);
 - :func:`cut`: text of bounded length for logs and ``/diagnostics`` (a 1 MB joint name must not
   become a 1 MB log line);
-- :class:`Plausibility`: what no robot state can be (non-finite values, positions hundreds of turns
+- :class:`Plausibility`: what no robot state can be (non-finite values, positions a thousand turns
   past the joint limits, speeds of 9 500 rpm, more kinetic energy than any fall or drive could
   give), torques and mass matrices within a multiple of the robot's torque scale: the one rule for
   what the nodes take in (joint states and efforts) and what they publish. The URDF's limits
@@ -35,11 +35,11 @@ __all__ = ["ENERGY_FACTOR", "GRAVITY_FACTOR", "MAX_DESCRIPTION_CHARS", "MAX_SPEE
 MAX_DESCRIPTION_CHARS = 10_000_000
 #: longest text of one log line or diagnostic string, characters
 MAX_TEXT = 1000
-#: how far beyond its limits (rad or m) a joint position is still believed: 159 turns. The nodes do
+#: how far beyond its limits (rad or m) a joint position is still believed: 1 600 turns. The nodes do
 #: not enforce the limits (a simulation without enforce_position_limits swings past them, a falling
 #: arm passes them), but a joint limited to a turn that has wound up 1e5 rad, or slid 1e20 m, is a
 #: broken encoder or an attack
-POSITION_MARGIN = 1.0e3
+POSITION_MARGIN = 1.0e4
 #: largest |position| believed of a joint without limits (continuous, or none in the URDF), rad or m:
 #: 160 000 turns, where an angle still has 1e-10 rad of resolution
 UNLIMITED_POSITION = 1.0e6
