@@ -4,6 +4,8 @@ The loop is the dynamics node's at 1 kHz: computed torque (exact model) holds or
 simulator reports the applied effort with each state, the observer and the detector take it.
 """
 
+import types
+
 import numpy as np
 import pytest
 
@@ -108,13 +110,15 @@ def test_parameters_are_checked_by_name(panda):
 
 
 def test_efforts_merge_by_name_and_non_finite_ones_are_refused():
-    tracker = EffortTracker(["a", "b", "c"])
+    """A message with a non-finite (or implausible: test_contact_inputs.py) effort is refused whole."""
+    bounds = types.SimpleNamespace(torque=np.full(3, 1e3))
+    tracker = EffortTracker(["a", "b", "c"], bounds)
     tracker.update(["c", "x", "a"], [3.0, 9.0, 1.0], 10)
     assert tracker.effort.tolist() == [1.0, 0.0, 3.0]
     assert tracker.missing(5, ["a", "b", "c"]) == "effort never received for ['b']"
-    with pytest.raises(Rejected, match=r"non-finite effort of \['b'\]"):
+    with pytest.raises(Rejected, match=r"non-finite effort of \['b'\]: the message's efforts refused"):
         tracker.update(["a", "b"], [2.0, float("nan")], 20)
-    assert tracker.effort.tolist() == [2.0, 0.0, 3.0]
-    assert tracker.missing(15, ["a", "b", "c"]) == "effort never received for ['b']; effort older than state_timeout for ['c']"
+    assert tracker.effort.tolist() == [1.0, 0.0, 3.0]
+    assert tracker.missing(15, ["a", "b", "c"]) == "effort never received for ['b']; effort older than state_timeout for ['a', 'c']"
     tracker.update(["a"], [], 30)  # no efforts: nothing changes
-    assert tracker.effort_ns[0] == 20
+    assert tracker.effort_ns[0] == 10

@@ -53,8 +53,7 @@ def loop(tmp_path_factory, harness, model):
     sim_params = write_params(tmp / "sim.yaml", {
         "robot_description": panda7_urdf(), "initial_positions": HOME, "apply_damping": False,
         "apply_friction": False, "publish_rate": 1000.0,
-        # the drives hold HOME until the dynamics node commands (a falling Panda's states are not believed,
-        # hence not published): the loop starts from rest
+        # the drives hold HOME until the dynamics node commands: the loop starts from rest
         "command_timeout": 0.05, "on_command_timeout": "hold_position",
         "publish_clock": True,  # stamps in simulated time: never re-anchored when a busy machine makes it lag
     })

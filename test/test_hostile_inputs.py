@@ -173,8 +173,8 @@ def test_a_large_tracking_error_makes_effort_command_hold_gravity(rig):
 
 
 def test_implausible_joint_states_are_rejected(rig, diagnostics):
-    for q, qd, text in (([0.4, 1e5], QD, "positions beyond the joint limits"),
-                        (Q, [0.3, 1e3], "velocities above 5 times the velocity limit")):
+    for q, qd, text in (([0.4, 1e5], QD, "positions more than 10000 beyond the joint limits"),
+                        (Q, [0.3, 1e3], "J above 10 times the robot's energy scale")):
         bad = joint_state(NAMES, q, qd)
         rig.rejected_then_sentinel(bad, joint_state(NAMES, Q, QD), text, diagnostics)
     gravity_answer(rig)

@@ -11,7 +11,7 @@ import pytest
 import robot_dynamics as rd
 from robot_dynamics.nodes import dynamics_plan, simulator_plan
 from robot_dynamics.nodes.safety import (
-    MAX_DESCRIPTION_CHARS, POSITION_MARGIN, UNLIMITED_POSITION, UNLIMITED_SPEED, VELOCITY_FACTOR, Plausibility, check_outputs_finite, closest_name, cut,
+    ENERGY_FACTOR, MAX_DESCRIPTION_CHARS, MAX_SPEED, POSITION_MARGIN, UNLIMITED_POSITION, VELOCITY_FACTOR, Plausibility, check_outputs_finite, closest_name, cut,
     description_text,
 )
 from robot_dynamics.nodes.simulator_inputs import DRIVE_BANDWIDTH, Commands, drive_torques
@@ -49,7 +49,7 @@ def test_cut_bounds_the_text_and_says_how_much_is_left_out():
     assert len(cut(long)) <= 1000
 
 
-def test_plausibility_refuses_positions_beyond_the_limits_and_velocities_beyond_a_multiple(arm7):
+def test_plausibility_refuses_positions_far_beyond_the_limits_and_absurd_speeds(arm7):
     check = Plausibility(arm7)
     index = np.arange(arm7.nv)
     low, high = arm7.position_limits[:, 0], arm7.position_limits[:, 1]
@@ -57,17 +57,96 @@ def test_plausibility_refuses_positions_beyond_the_limits_and_velocities_beyond_
     assert check.problem(index, inside, np.zeros(arm7.nv)) == ""
     j = int(np.flatnonzero(np.isfinite(high))[0])
     q = inside.copy()
-    q[j] = high[j] + 0.99 * POSITION_MARGIN  # within the margin: believed
+    q[j] = high[j] + 0.99 * POSITION_MARGIN  # past the limit the node does not enforce: believed
     assert check.problem(index, q, None) == ""
-    q[j] = 1e5
+    q[j] = 1e5  # (the hostile round's value)
     text = check.problem(index, q, None)
-    assert "positions beyond the joint limits" in text and arm7.joint_names[j] in text and "1e+05" in text
+    assert "more than 10000 beyond the joint limits" in text and arm7.joint_names[j] in text and "1e+05" in text
     qd = np.zeros(arm7.nv)
-    qd[j] = 1.01 * VELOCITY_FACTOR * arm7.velocity_limits[j]
+    qd[j] = 1.01 * MAX_SPEED
     text = check.problem(index, None, qd)
-    assert "velocities above" in text and arm7.joint_names[j] in text
+    assert "velocities above 1000 rad/s" in text and arm7.joint_names[j] in text
     # a subset of the joints, by model index
     assert check.problem(np.array([j]), np.array([1e20]), None) != ""
+
+
+def test_kinetic_energy_beyond_any_fall_or_drive_is_refused(arm7):
+    """The energy scale is m (2 g0 r + V^2) (its closed form here); velocities within VELOCITY_FACTOR
+    times the limits always pass (the bound holds by construction: checked at the extreme signs over
+    random configurations), a state with more than ENERGY_FACTOR times the scale does not."""
+    check = Plausibility(arm7)
+    m, r = check.mass, check.reach
+    prismatic = np.array([k == "prismatic" for k in arm7.joint_types])
+    V = float(np.sum(arm7.velocity_limits * np.where(prismatic, 1.0, r)))
+    assert check.energy == pytest.approx(ENERGY_FACTOR * m * (2 * 9.80665 * r + V * V), rel=1e-12)
+    rng = np.random.default_rng(3)
+    low, high = arm7.position_limits[:, 0], arm7.position_limits[:, 1]
+    for _ in range(200):
+        q = rng.uniform(low, high)
+        qd = VELOCITY_FACTOR * arm7.velocity_limits * rng.choice([-1.0, 1.0], arm7.nv)
+        assert rd.kinetic_energy(arm7, q, qd) <= check.energy
+        assert check.state_problem(q, qd) == ""
+    q = np.clip(np.array([0.0, 1.5, 0, 0, 0, 0, 0, 0]), low, high)  # stretched out
+    qd = np.zeros(arm7.nv)
+    qd[1] = 500.0  # the shoulder swinging the whole arm at 230 times its limit (below MAX_SPEED)
+    energy = rd.kinetic_energy(arm7, q, qd)
+    assert energy > check.energy
+    text = check.state_problem(q, qd)
+    assert f"kinetic energy {energy:.4g} J above 10 times" in text and "arm7_joint2=500" in text
+
+
+def chain_urdf(n=5, length=0.3, mass=1.0, limit=1.0, velocity=1.0):
+    """A planar chain of ``n`` revolute joints about y (rods along z), limits +-``limit`` rad and
+    ``velocity`` rad/s, hanging from a fixed base."""
+    links = ['<link name="base"/>']
+    joints = []
+    parent = "base"
+    for i in range(n):
+        izz = mass * length ** 2 / 12
+        links.append(f'<link name="l{i}"><inertial><origin xyz="0 0 {-length / 2}"/><mass value="{mass}"/>'
+                     f'<inertia ixx="{izz}" ixy="0" ixz="0" iyy="{izz}" iyz="0" izz="1e-4"/></inertial></link>')
+        joints.append(f'<joint name="j{i}" type="revolute"><parent link="{parent}"/><child link="l{i}"/>'
+                      f'<origin xyz="0 0 {-length if i else 0}"/><axis xyz="0 1 0"/>'
+                      f'<limit lower="{-limit}" upper="{limit}" effort="50" velocity="{velocity}"/></joint>')
+        parent = f"l{i}"
+    return f'<robot name="chain">{"".join(links)}{"".join(joints)}</robot>'
+
+
+def test_a_free_chain_past_its_limits_is_believed_and_conserves_energy():
+    """Issue 30's free chain (5 joints, rk4 at 1 kHz, no damping, limits not enforced) started
+    horizontal: it swings past its limits (and 5 times its velocity limits) within a second; every
+    state of 25 s is believed, and the energy drifts by less than 1e-4 of its scale m g0 r."""
+    model = rd.load_urdf(chain_urdf())
+    check = Plausibility(model)
+    q0 = np.array([np.pi / 2, 0, 0, 0, 0])
+    sim = Simulator(model, q0, np.zeros(5), integrator="rk4", enforce_position_limits=False)
+    e0, zero = sim.energy(), np.zeros(5)
+    believed = beyond_limits = beyond_speed = 0
+    steps = 25_000
+    for _ in range(steps):
+        sim.step(zero, 1e-3)
+        believed += check.state_problem(sim.q, sim.qd) == ""
+        beyond_limits += np.abs(sim.q).max() > 1.0 + np.pi  # (the old rule's margin)
+        beyond_speed += np.abs(sim.qd).max() > 5.0
+    assert beyond_limits > steps / 4 and beyond_speed > steps / 10  # what the old rule withheld
+    assert believed >= 0.95 * steps, believed
+    scale = check.mass * 9.80665 * check.reach
+    assert abs(sim.energy() - e0) <= 1e-4 * scale
+
+
+def test_an_arm_falling_for_2_s_without_command_is_believed(arm7):
+    """Issue 30: an arm whose motors are off before the first command falls past 5 times its velocity
+    limits; its true state is believed all the way (and the 1e5 rad, 1e3 rad/s of the hostile rounds
+    are not)."""
+    check = Plausibility(arm7)
+    q0 = np.array([0.0, 0.5, 0.0, -0.5, 0.0, 0.5, 0.0, 0.02])
+    sim = Simulator(arm7, q0, np.zeros(arm7.nv), integrator="rk4", enforce_position_limits=False)
+    fastest = 0.0
+    for _ in range(2000):
+        sim.step(np.zeros(arm7.nv), 1e-3)
+        assert check.state_problem(sim.q, sim.qd) == "", (sim.t, sim.q, sim.qd)
+        fastest = max(fastest, float(np.max(np.abs(sim.qd) / arm7.velocity_limits)))
+    assert fastest > 5.0  # (withheld by the old rule)
 
 
 WHEEL = """<robot name="wheel"><link name="base"/>
@@ -77,11 +156,11 @@ WHEEL = """<robot name="wheel"><link name="base"/>
 
 
 def test_joints_without_limits_have_the_wide_bounds():
-    """A continuous joint without a velocity limit: up to UNLIMITED_POSITION and UNLIMITED_SPEED (1e6
+    """A continuous joint without a velocity limit: up to UNLIMITED_POSITION and MAX_SPEED (1e6
     rad, 1e3 rad/s) it is believed, beyond them it is not (1e300 rad/s used to pass)."""
     model = rd.load_urdf(WHEEL)
     check = Plausibility(model)
-    assert check.problem(np.arange(1), np.array([UNLIMITED_POSITION]), np.array([-UNLIMITED_SPEED])) == ""
+    assert check.problem(np.arange(1), np.array([UNLIMITED_POSITION]), np.array([-MAX_SPEED])) == ""
     assert "spin=1.1e+06" in check.problem(np.arange(1), np.array([1.1e6]), None)
     assert "spin=1e+300" in check.problem(np.arange(1), None, np.array([1e300]))
     assert "spin=nan" in check.problem(np.arange(1), None, np.array([math.nan]))

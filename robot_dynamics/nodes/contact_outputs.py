@@ -17,12 +17,10 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 
-import robot_dynamics as rd
-
 from .contact_messages import EffortWriter, WrenchWriter
-from .contact_plan import CollisionDetector, EffortTracker, stamp_seconds
+from .contact_plan import CollisionDetector, EffortTracker, StampClocks, stamp_seconds
 from .parameters import Rejected
-from .safety import cut
+from .safety import STANDARD_GRAVITY, TORQUE_FACTOR, cut
 
 __all__ = ["ContactOutputs"]
 
@@ -41,6 +39,10 @@ class ContactOutputs:
         self._observer = self._efforts = self._detector = None
         self._state = None
         self._latched = False  # the gravity-hold reaction holds until ~/reset_collision
+        self._latched_on = {}  # joint -> |external torque| when the latched collision was detected
+        self._clocks = None  # StampClocks of the joint-state publishers
+        self._mixed = ""  # why the message being handled is stamped by another clock than the others ('')
+        self._efforts_refused = False  # its efforts were refused: no output from its state
         self._published_flag = None
         self._n_published = 0
 
@@ -52,8 +54,10 @@ class ContactOutputs:
             self._observer = self._detector = None
             return
         self._observer = contact.observer(plan.model)
-        if self._efforts is None or self._efforts.index != {n: i for i, n in enumerate(plan.model.joint_names)}:
-            self._efforts = EffortTracker(plan.model.joint_names)
+        if (self._efforts is None or self._efforts.index != {n: i for i, n in enumerate(plan.model.joint_names)}
+                or self._efforts.plausibility is not plan.plausibility):
+            self._efforts = EffortTracker(plan.model.joint_names, plan.plausibility)
+        self._clocks = StampClocks(plan.settings.state_timeout)
         self._detector = (CollisionDetector(contact.thresholds, contact.settings.collision_release,
                                             contact.settings.collision_min_duration)
                           if len(contact.thresholds) else None)
@@ -74,12 +78,17 @@ class ContactOutputs:
             self._publish_flag(False)
 
     # --- per message -----------------------------------------------------------------------------------
-    def take_efforts(self, names, effort, now: int) -> None:
+    def take_efforts(self, names, effort, stamp, now: int) -> None:
+        """A joint_states message's efforts, and its stamp's clock (every message: the first too)."""
         if self.plan is None:
             return
+        if len(self._efforts.map(names)[0]):  # (another robot's joint states: not our clocks)
+            self._mixed = self._clocks.problem(names, stamp_seconds(stamp.sec, stamp.nanosec, now), now)
+        self._efforts_refused = False
         try:
             self._efforts.update(names, effort, now)
         except Rejected as exc:
+            self._efforts_refused = True  # (never fed to the observer: its state gives no output)
             self.node.problem("effort", cut(str(exc)), now, DiagnosticStatus.WARN)
 
     def observe(self, plan, state, stamp, now: int) -> None:
@@ -95,10 +104,16 @@ class ContactOutputs:
             self.node.problem("external_torque", cut("no external torques: " + missing), now, DiagnosticStatus.WARN)
             self._observer.reset()  # the torque over the gap is unknown: start over once it is back
             return
+        if self._efforts_refused:
+            return  # (the next state's step spans this one: the observer's gap rule)
         sec, nanosec = stamp.sec, stamp.nanosec
         t = stamp_seconds(sec, nanosec, now)
+        if self._mixed:  # (each jump between the clocks would restart the observer: zeros, invented)
+            self.node.problem("external_torque", cut("no external torques: " + self._mixed), now)
+            self._observer.reset()
+            return
         last = self._observer.last_time
-        if last is not None and t - last > plan.settings.state_timeout:
+        if last is not None and not 0.0 <= t - last <= plan.settings.state_timeout:
             # (states missing in between, e.g. ones the publisher did not believe: the torque over the gap
             # is unknown, and holding the last one over it would invent an external torque)
             self.node.problem("external_torque", f"external torques restarted: {t - last:.3f} s between joint "
@@ -112,6 +127,11 @@ class ContactOutputs:
             self.node.problem("external_torque", cut(f"no external torques: {exc}"), now)
             self._observer.reset()
             return
+        implausible = self._implausible(plan, r)
+        if implausible:  # (published by no output, fed to no detector)
+            self.node.problem("external_torque", cut(f"not publishing external torques: {implausible}"), now)
+            self._observer.reset()
+            return
         torques_pub, wrench_pub, _ = self._publishers
         r_out = r if plan.full else r[plan.out]
         torques_pub.publish(self._torques.serialize(sec, nanosec, r_out))
@@ -119,6 +139,21 @@ class ContactOutputs:
         self._n_published += 1
         if self._detector is not None:
             self._detect(plan, t, r_out, now)
+
+    def _implausible(self, plan, r: np.ndarray) -> str:
+        """Why the estimate is not believed (the rule of every output: torques, and the wrench's force and
+        moment within 1000 times the robot's weight and its moment at the reach), '' when it is."""
+        plausibility = plan.plausibility
+        problem = plausibility.output_problem(r)
+        if problem:
+            return "not plausible: " + problem
+        wrench = self._observer.wrench
+        weight = max(plausibility.mass * STANDARD_GRAVITY, 1.0)
+        bound = TORQUE_FACTOR * weight * np.array([plausibility.reach] * 3 + [1.0] * 3)
+        if not (np.abs(wrench) <= bound).all():
+            return (f"the wrench estimate [moment; force] {np.array2string(wrench, precision=4)} is not finite or "
+                    f"beyond {TORQUE_FACTOR:g} times the robot's weight (at its reach)")
+        return ""
 
     def _detect(self, plan, t: float, residual: np.ndarray, now: int) -> None:
         detector = self._detector
@@ -130,8 +165,8 @@ class ContactOutputs:
         if change:
             joints = {plan.names[i]: round(float(residual[i]), 3) for i in detector.joints}
             reaction = self.plan.settings.collision_reaction
-            if reaction == "gravity":
-                self._latched = True
+            if reaction == "gravity" and not self._latched:
+                self._latched, self._latched_on = True, joints
             self.node.problem("collision", cut(f"collision: external torque beyond the threshold on {joints} "
                                                f"(reaction: {reaction})"), now, DiagnosticStatus.WARN)
             log.warn(cut(f"collision at t = {t:.4f} s: external torques {joints} beyond collision.thresholds; "
@@ -144,11 +179,10 @@ class ContactOutputs:
         self._published_flag = value
         self._publishers[2].publish(Bool(data=bool(value)))
 
-    def command(self, plan, tau_out: np.ndarray) -> np.ndarray:
-        """effort_command's torques (output order): the gravity hold while the reaction holds, else ``tau_out``."""
-        if not self._latched or self._state is None:
-            return tau_out
-        return rd.gravity_torques(plan.model, self._state.q)[plan.out]
+    @property
+    def latched(self) -> bool:
+        """Whether the gravity-hold reaction holds (until ~/reset_collision, whatever is switched off meanwhile)."""
+        return self._latched
 
     # --- service, diagnostics ----------------------------------------------------------------------------
     def _on_reset(self, request, response):
@@ -158,32 +192,39 @@ class ContactOutputs:
             response.message = "the collision lasts: the external torques are still beyond the release level"
             return response
         was = self._latched
-        self._latched = False
+        self._latched, self._latched_on = False, {}
         response.success = True
         response.message = "collision reaction released" if was else "no collision reaction was active"
         self.node.get_logger().info(response.message)
         return response
 
     def status(self, now: int, period: float):
-        """The ``contact`` diagnostics status, or None when off."""
-        if self.plan is None:
+        """The ``contact`` diagnostics status, or None when off (and no reaction holds)."""
+        if self.plan is None and not self._latched:
             return None
         recent = self.node.recent_problems(now)
-        values = [("external_torques rate (Hz)", f"{self._n_published / period:.1f}"),
-                  ("frame", self.plan.frame), ("gain (1/s)", f"{self.plan.settings.external_torque_gain:g}")]
+        values, level, text = [], DiagnosticStatus.OK, "estimating external torques"
+        if self.plan is not None:
+            values += [("external_torques rate (Hz)", f"{self._n_published / period:.1f}"),
+                       ("frame", self.plan.frame), ("gain (1/s)", f"{self.plan.settings.external_torque_gain:g}")]
+        else:
+            text = "external torques off"
         self._n_published = 0
-        level, text = DiagnosticStatus.OK, "estimating external torques"
         detector = self._detector
         if detector is not None:
             values.append(("collision", str(detector.active)))
-            if detector.active or self._latched:
+            if detector.active:
                 peak = {self._node_plan.names[i]: round(float(detector.peak[i]), 3) for i in detector.joints}
                 level, text = DiagnosticStatus.WARN, f"collision on {peak} (peak |external torque|)"
-                if self._latched:
-                    text += "; effort_command holds gravity until ~/reset_collision"
-            values.append(("reaction", self.plan.settings.collision_reaction + (" (holding)" if self._latched else "")))
+        if self._latched:  # (whatever was switched off since: the hold lasts until ~/reset_collision)
+            if detector is None or not detector.active:
+                text = f"collision on {self._latched_on} (|external torque| at detection)"
+            level, text = DiagnosticStatus.WARN, text + "; effort_command holds gravity until ~/reset_collision"
+        if detector is not None or self._latched:
+            reaction = self.plan.settings.collision_reaction if self.plan is not None else "off"
+            values.append(("reaction", reaction + (" (holding gravity until ~/reset_collision)" if self._latched else "")))
         for kind in ("external_torque", "effort"):
             if kind in recent:
                 lvl, txt, _ = recent[kind]
-                level, text = max(level, lvl), txt
+                level, text = max(level, lvl), (f"{text}; {txt}" if self._latched else txt)
         return ("contact", level, text, values)

@@ -4,8 +4,11 @@ With ``external_torque.enabled`` the node runs the generalized-momentum observer
 (:class:`robot_dynamics.observer.MomentumObserver`) on every fresh joint state: ``tau_m`` is the
 ``effort`` of ``joint_states`` times ``external_torque.effort_sign`` (for drives that report the
 torque the other way round), the time is the state's stamp.  Efforts are tracked per joint like
-positions; an effort missing, non-finite or older than ``state_timeout`` stops the outputs (and
-restarts the observer once they are back: the torque over the gap is unknown).
+positions; a message's efforts beyond the plausibility rule (non-finite, or above 1000 times the
+joint's torque scale) are refused whole, and the state they came with gives no output; an effort
+missing or older than ``state_timeout`` stops the outputs (and restarts the observer once they are
+back: the torque over the gap is unknown).  Publishers stamping by different clocks stop them too
+(:class:`StampClocks`).
 
 Collision detection (``collision.thresholds``, one per output joint; empty = off): a collision starts
 when some ``|r_i|`` has stayed above its threshold for ``collision.min_duration`` (stamp time) and
@@ -29,7 +32,7 @@ from ..observer import MomentumObserver, tip_frame
 from .parameters import Parameter, Rejected, bounded_float, float_list, one_of
 
 __all__ = ["CONTACT_FIELDS", "CONTACT_PARAMETERS", "CONTACT_TOPICS", "REACTIONS", "CollisionDetector", "ContactPlan",
-           "EffortTracker", "coerce_contact", "compile_contact"]
+           "EffortTracker", "StampClocks", "coerce_contact", "compile_contact"]
 
 REACTIONS = ("none", "gravity")
 DEFAULT_GAIN = 50.0
@@ -144,21 +147,37 @@ def compile_contact(model, out: np.ndarray, s) -> ContactPlan | None:
 
 
 class EffortTracker:
-    """The measured efforts of the model's coordinates, merged by name, each with its arrival time (ns)."""
+    """The measured efforts of the model's coordinates, merged by name, each with its arrival time (ns);
+    a message's efforts are refused whole when one is not believed (``plausibility``: the torque bound
+    of :class:`~robot_dynamics.nodes.safety.Plausibility`, the rule of every torque in and out)."""
 
     NEVER = -(2 ** 62)
 
-    def __init__(self, joint_names):
+    def __init__(self, joint_names, plausibility):
         self.index = {name: i for i, name in enumerate(joint_names)}
+        self.plausibility = plausibility
         self.effort = np.zeros(len(joint_names))
         self.effort_ns = np.full(len(joint_names), self.NEVER, dtype=np.int64)
         self._maps: dict = {}
 
     def update(self, names, effort, now_ns: int) -> None:
-        """Merge a message's efforts (an empty effort array changes nothing); Rejected names non-finite ones
-        (which are not merged; the others are)."""
+        """Merge a message's efforts (an empty effort array changes nothing); Rejected (nothing merged)
+        names the non-finite or implausible ones."""
         if not len(effort):
             return
+        src, dst = self.map(names)
+        values = np.asarray(effort, dtype=float)[src]
+        if (np.abs(values) <= self.plausibility.torque[dst]).all():  # the common case, one test (NaN fails it)
+            self.effort[dst] = values
+            self.effort_ns[dst] = now_ns
+            return
+        bad = ~np.isfinite(values)
+        problem = (f"non-finite effort of {[names[k] for k in src[bad]]}" if bad.any()
+                   else self.plausibility.torque_problem(dst, values).replace("torques", "efforts", 1))
+        raise Rejected(f"{problem}: the message's efforts refused, no external torques from them")
+
+    def map(self, names) -> tuple:
+        """``(message index, model index)`` arrays of the model's joints among ``names`` (cached per list)."""
         key = tuple(names)
         found = self._maps.get(key)
         if found is None:
@@ -167,17 +186,7 @@ class EffortTracker:
             if len(self._maps) > 64:
                 self._maps.clear()
             self._maps[key] = found
-        src, dst = found
-        values = np.asarray(effort, dtype=float)[src]
-        if math.isfinite(values.sum()):  # the common case, one test (a NaN or inf makes the sum non-finite)
-            self.effort[dst] = values
-            self.effort_ns[dst] = now_ns
-            return
-        good = np.isfinite(values)
-        self.effort[dst[good]] = values[good]
-        self.effort_ns[dst[good]] = now_ns
-        if not good.all():
-            raise Rejected(f"non-finite effort of {[key[k] for k in src[~good]]}: no external torques from it")
+        return found
 
     def missing(self, limit_ns: int, names) -> str:
         """Which efforts are missing or older than ``limit_ns`` ('' when all are fresh)."""
@@ -224,6 +233,40 @@ class CollisionDetector:
 
     def reset(self) -> None:
         self.active, self._since = False, None
+
+
+class StampClocks:
+    """Whether the joint-state publishers stamp with one clock. Per publisher (its name list), the offset
+    of its last stamp from its arrival time; two publishers heard within ``timeout`` whose offsets differ
+    by more than ``timeout`` stamp by different clocks (e.g. wall time and simulated time): the observer,
+    stepping from one to the other, would take each jump for a gap and restart (zeros) on every message."""
+
+    MAX_SOURCES = 64
+
+    def __init__(self, timeout: float):
+        self.timeout = timeout
+        self._sources: dict = {}  # name tuple -> (offset s, arrival ns, stamp s)
+
+    def problem(self, names, t: float, now_ns: int) -> str:
+        """'' when the stamp ``t`` (s) of a message with joint ``names`` arriving at ``now_ns`` agrees with the
+        other publishers' clocks; else what disagrees."""
+        key = tuple(names)
+        offset = t - now_ns * 1e-9
+        sources = self._sources
+        if key not in sources and len(sources) >= self.MAX_SOURCES:
+            sources.clear()
+        sources[key] = (offset, now_ns, t)
+        if len(sources) == 1:
+            return ""
+        horizon = now_ns - int(self.timeout * 1e9)
+        for other, (other_offset, arrived, stamp) in list(sources.items()):
+            if arrived < horizon:
+                del sources[other]  # (a publisher gone quiet: its clock no longer matters)
+            elif abs(other_offset - offset) > self.timeout:
+                return (f"joint_states stamped by different clocks: {list(key)} at {t:.3f} s, {list(other)} at "
+                        f"{stamp:.3f} s ({abs(other_offset - offset):.3f} s apart, received together); stamp every "
+                        "joint_states publisher with the same clock (all wall time or all /clock)")
+        return ""
 
 
 def stamp_seconds(sec: int, nanosec: int, now_ns: int) -> float:

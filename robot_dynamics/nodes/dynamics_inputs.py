@@ -75,7 +75,8 @@ class JointStateMerger:
         """Merge one message in; ``(whether it carried a position or velocity of this model, a
         warning about mimic joints that disagree with their masters or '')``; Rejected (nothing
         merged) for duplicate names, wrong lengths, non-finite or implausible values
-        (:class:`~robot_dynamics.nodes.safety.Plausibility`)."""
+        (:class:`~robot_dynamics.nodes.safety.Plausibility`: values one by one, and the kinetic energy of
+        the state the message would make)."""
         key = tuple(names)
         mm = self._maps.get(key)
         if mm is None:
@@ -90,9 +91,18 @@ class JointStateMerger:
         position = _floats(position) if len(position) else None
         p = position[mm.src] if position is not None else None
         v = _floats(velocity)[mm.src] if len(velocity) else None
-        implausible = self.plan.plausibility.problem(mm.dst, p, v)  # (a NaN or inf is never believed)
+        plausibility = self.plan.plausibility
+        implausible = plausibility.problem(mm.dst, p, v)  # (a NaN or inf is never believed)
         if implausible:
             raise Rejected(mm.non_finite(p, "position") or mm.non_finite(v, "velocity") or implausible)
+        if v is not None and not (np.abs(v) <= plausibility.speed[mm.dst]).all():  # (else the energy is bounded)
+            q, qd = self.q.copy(), self.qd.copy()  # the state this message would make
+            if p is not None:
+                q[mm.dst] = p
+            qd[mm.dst] = v
+            implausible = plausibility.energy_problem(q, qd)
+            if implausible:
+                raise Rejected(implausible)
         warning = ""
         if p is not None:
             self.q[mm.dst] = p

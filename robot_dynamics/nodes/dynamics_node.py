@@ -20,8 +20,11 @@ torques are :func:`robot_dynamics.control.computed_torque` of that ``M`` and ``h
 with the message's stamp. Nothing is published from a state with a joint older than
 ``state_timeout``, from a rejected (non-finite, wrong-length, duplicate-name) message, or from a
 desired input older than ``desired_timeout``; every output is checked (finite and plausible) and
-published on its own (one that is refused never stops another). ``effort_command`` is held within the URDF effort
-limits; with ``max_position_error`` set, a larger position error makes it hold gravity instead.
+published on its own (one that is refused never stops another). ``effort_command`` is decided in one
+place, :mod:`~robot_dynamics.nodes.command_path`: the ``command_source`` law, or the gravity hold
+whenever anything on its way is refused (a latched collision reaction, missing velocities, a stale
+desired input, a position error beyond ``max_position_error``, a torque beyond the plausibility rule),
+held within the URDF effort limits, said once in the log and in /diagnostics.
 
 The settings and plan are :mod:`~robot_dynamics.nodes.dynamics_plan`, the input checks
 :mod:`~robot_dynamics.nodes.dynamics_inputs`; this module converts messages and diagnoses.
@@ -42,8 +45,9 @@ import robot_dynamics as rd
 from robot_dynamics import control
 from robot_dynamics.data import BIAS, GRAVITY, MASS, WORLD, compute_terms
 
-from .base import RobotNode
+from .base import DIAGNOSTICS_PERIOD, RobotNode
 from .cdr import JointStateWriter
+from .command_path import HOLD, CommandPath
 from .contact_outputs import ContactOutputs
 from .converters import as_float_array, matrix_msg
 from .dynamics_inputs import DesiredStateReader, JointStateMerger, Rejected, desired_accelerations
@@ -87,6 +91,8 @@ class DynamicsNode(RobotNode):
         self._desired_state: DesiredStateReader | None = None
         self._desired: Desired | None = None
         self._msgs: _OutputMessages | None = None
+        self._command_path = CommandPath()
+        self._command_note = None  # (level, text, ns) of the last effort_command that held gravity
         self._stats_reset(time.monotonic_ns())
 
         self._pub_gravity = self.publisher(JointState, "gravity_torques")
@@ -141,7 +147,7 @@ class DynamicsNode(RobotNode):
             return
         if mimic_warning:
             self.problem("mimic", mimic_warning, now, DiagnosticStatus.WARN)
-        self._contact.take_efforts(msg.name, msg.effort, now)
+        self._contact.take_efforts(msg.name, msg.effort, msg.header.stamp, now)
         if not fresh:
             return  # nothing of this robot in the message (e.g. another robot's joints): no output
         try:
@@ -183,16 +189,15 @@ class DynamicsNode(RobotNode):
         s = plan.settings
         q, qd = state.q, state.qd
         vel_ok = state.qd_ns.min() >= limit
-        desired = self._desired
+        desired, no_desired = self._desired, "no desired input yet (desired_state or desired_accelerations)"
+        if desired is not None and now - desired.received_ns > plan.desired_timeout_ns:
+            no_desired = (f"{desired.topic} is stale ({(now - desired.received_ns) * 1e-9:.3f} s > desired_timeout "
+                          f"{s.desired_timeout:g} s)")
+            desired = None  # (said by the command path, and in the inputs' diagnostics)
         want_computed = desired is not None and s.command_source != "task_space"  # (it has its own inputs)
-        if want_computed and now - desired.received_ns > plan.desired_timeout_ns:
-            want_computed = False
-            if s.command_source == "computed":
-                age = (now - desired.received_ns) * 1e-9
-                self.problem("desired", f"{desired.topic} is stale ({age:.3f} s > desired_timeout "
-                             f"{s.desired_timeout:g} s): no computed torques", now, DiagnosticStatus.WARN)
+        no_velocity = "" if vel_ok else state.missing(state.qd_ns, now, "velocity")
         if (want_computed or s.publish_bias_torques) and not vel_ok:
-            self.problem("velocity", "no computed or bias torques: " + state.missing(state.qd_ns, now, "velocity"),
+            self.problem("velocity", "no computed or bias torques: " + no_velocity,
                          now, DiagnosticStatus.ERROR if want_computed else DiagnosticStatus.WARN)
             want_computed = False
 
@@ -211,18 +216,25 @@ class DynamicsNode(RobotNode):
         data = plan.data
         if outputs:
             compute_terms(data, q, qd if outputs & BIAS else None, outputs)
-        if task:
-            self._publish_task_space(plan, data, q, qd, vel_ok, computed_heard, command_out, now, stamp)
 
         # Each output checked and published on its own (one that is not finite never stops another),
         # the control output first (what a 1 kHz loop waits for); message objects reused (publish copies).
-        if command_out == "gravity" or (gravity_heard and not computed):
-            self._publish_gravity(plan, data.g, gravity_heard, command_out, stamp, now)
+        law, refusals = None, ()
+        if task:
+            law, problem = self._task_space_torque(plan, data, q, qd, vel_ok, computed_heard, now, stamp)
+            refusals = (("velocity", no_velocity), ("desired", self._task.refusal), ("law", problem))
         if computed:
-            self._publish_computed(plan, desired, data, q, qd, computed_heard, command_out, stamp, now)
-            if gravity_heard and command_out != "gravity":  # (published above otherwise)
-                self._publish_gravity(plan, data.g, gravity_heard, "none", stamp, now)
+            law, tracking, problem = self._computed_torque(plan, desired, data, q, qd, computed_heard, stamp, now)
+            refusals = (("tracking", tracking), ("law", problem))
+        elif command == "computed":
+            refusals = (("velocity", no_velocity), ("desired", no_desired))
+        if command_out != "none":
+            latched = "collision reaction gravity latched (until ~/reset_collision)" if self._contact.latched else ""
+            self._publish_command(plan, command_out, law, data.g, (("collision", latched),) + refusals, now)
         msgs = self._msgs
+        if gravity_heard and self._publishable("gravity_torques", data.g, now):
+            self._pub_gravity.publish(msgs.torques.serialize(stamp.sec, stamp.nanosec, None, None,
+                                                             data.g if plan.full else data.g[plan.out]))
         if publish_bias and self._publishable("bias_torques", data.h, now):
             self._pub_bias.publish(msgs.torques.serialize(stamp.sec, stamp.nanosec, None, None,
                                                           data.h if plan.full else data.h[plan.out]))
@@ -237,12 +249,16 @@ class DynamicsNode(RobotNode):
             self._compute_ns_max = dt
 
     def _publishable(self, what: str, values: np.ndarray, now: int, inputs=()) -> bool:
-        """Whether ``values`` (model order) may be published: believed by the plan's plausibility rule
-        (the one its inputs pass; a NaN or inf is never believed); otherwise the reason is reported,
+        """Whether ``values`` (model order) may be published (:meth:`_refusal`)."""
+        return not self._refusal(what, values, now, inputs)
+
+    def _refusal(self, what: str, values: np.ndarray, now: int, inputs=()) -> str:
+        """'' when ``values`` (model order) may be published: believed by the plan's plausibility rule
+        (the one its inputs pass; a NaN or inf is never believed); otherwise the reason, reported,
         naming the first of ``inputs`` (``(name, array)`` pairs it was computed from) not believed."""
         plausibility = self._plan.plausibility
         if not plausibility.output_problem(values):
-            return True
+            return ""
         for name, array in inputs:  # (only once something is wrong: the cause, for the diagnosis)
             if plausibility.output_problem(array):
                 what, values = f"{what} ({name})", array
@@ -250,19 +266,12 @@ class DynamicsNode(RobotNode):
         reason = ("not finite" if not np.isfinite(values).all() else
                   f"not plausible: {plausibility.output_problem(values)}")
         self.problem("output", f"not publishing {what}: {reason}", now)
-        return False
+        return f"{what} {reason}"
 
-    def _publish_gravity(self, plan: Plan, g: np.ndarray, heard: bool, command_out: str, stamp, now: int) -> None:
-        if not self._publishable("gravity_torques", g, now):
-            return
-        if heard:
-            self._pub_gravity.publish(self._msgs.torques.serialize(stamp.sec, stamp.nanosec, None, None,
-                                                                   g if plan.full else g[plan.out]))
-        if command_out == "gravity":
-            self._publish_command(plan, g[plan.out], now)
-
-    def _publish_computed(self, plan: Plan, desired: Desired, data, q, qd, heard: bool, command_out: str,
-                          stamp, now: int) -> None:
+    def _computed_torque(self, plan: Plan, desired: Desired, data, q, qd, heard: bool, stamp, now: int):
+        """``(tau, tracking, refusal)``: the computed-torque law (model order; published on computed_torques
+        when heard and believed), the reason its position error is beyond max_position_error and the
+        reason it is not believed ('' each when there is none)."""
         s = plan.settings
         M, h = data.M, data.h
         qdd_d, e, ed = servo_terms(plan, desired, q, qd)
@@ -270,53 +279,59 @@ class DynamicsNode(RobotNode):
             tau = control.computed_torque(M, h, qdd_d, e, ed, plan.kp, plan.kd)
             if s.compensate_friction:
                 tau += control.friction_torques(plan.model.viscous_damping, plan.model.friction, s.friction_velocity, qd)
-        if not self._publishable("computed_torques", tau, now, (("mass matrix", M), ("bias torques", h))):
-            return
-        if heard:
-            self._pub_computed.publish(self._msgs.torques.serialize(stamp.sec, stamp.nanosec, None, None,
-                                                                    tau if plan.full else tau[plan.out]))
-        self._n_computed += 1
-        if command_out != "computed":
-            return
+        refusal = self._refusal("computed_torques", tau, now, (("mass matrix", M), ("bias torques", h)))
+        if not refusal:
+            if heard:
+                self._pub_computed.publish(self._msgs.torques.serialize(stamp.sec, stamp.nanosec, None, None,
+                                                                        tau if plan.full else tau[plan.out]))
+            self._n_computed += 1
         worst = int(np.argmax(np.abs(e))) if s.max_position_error > 0 else -1
         if worst >= 0 and abs(e[worst]) > s.max_position_error:
-            self.problem("tracking", f"position error {e[worst]:.4g} of {cut(plan.model.joint_names[worst], 200)!r} "
-                         f"beyond max_position_error {s.max_position_error:g}: effort_command holds gravity",
-                         now, DiagnosticStatus.WARN)
-            if self._publishable("effort_command (gravity hold)", data.g, now):
-                self._publish_command(plan, data.g[plan.out], now)
-            return
-        self._publish_command(plan, tau[plan.out], now)
+            return tau, (f"position error {e[worst]:.4g} of {cut(plan.model.joint_names[worst], 200)!r} "
+                         f"beyond max_position_error {s.max_position_error:g}"), refusal
+        return tau, "", refusal
 
-    def _publish_task_space(self, plan: Plan, data, q, qd, vel_ok: bool, heard: bool, command_out: str, now: int,
-                            stamp) -> None:
-        """computed_torques and effort_command from the task-space law on ``data``'s pass, or gravity held
-        (said) without it."""
+    def _task_space_torque(self, plan: Plan, data, q, qd, vel_ok: bool, heard: bool, now: int, stamp):
+        """``(tau, refusal)``: the task-space law's torque (model order; published on computed_torques when
+        heard and believed), None without one (the reason: ``self._task.refusal``), and the reason it is
+        not believed ('')."""
         tau = self._task.torque(plan, data, q, qd, vel_ok, now)
         if tau is not None and plan.settings.compensate_friction:
             s = plan.settings
             with np.errstate(all="ignore"):
                 tau = tau + control.friction_torques(plan.model.viscous_damping, plan.model.friction,
                                                      s.friction_velocity, qd)
-        if tau is None or not self._publishable("computed_torques (task space)", tau, now):
-            if command_out == "task_space" and self._publishable("effort_command (gravity hold)", data.g, now):
-                self._publish_command(plan, data.g[plan.out], now)
-            return
-        if heard:
-            self._pub_computed.publish(self._msgs.torques.serialize(stamp.sec, stamp.nanosec, None, None,
-                                                                    tau if plan.full else tau[plan.out]))
-        self._n_computed += 1
-        if command_out == "task_space":
-            self._publish_command(plan, tau[plan.out], now)
+        refusal = "" if tau is None else self._refusal("computed_torques (task space)", tau, now)
+        if tau is not None and not refusal:
+            if heard:
+                self._pub_computed.publish(self._msgs.torques.serialize(stamp.sec, stamp.nanosec, None, None,
+                                                                        tau if plan.full else tau[plan.out]))
+            self._n_computed += 1
+        return tau, refusal
 
-    def _publish_command(self, plan: Plan, tau_out: np.ndarray, now: int) -> None:
-        tau_out = self._contact.command(plan, tau_out)
-        command = np.clip(tau_out, -plan.effort_limit, plan.effort_limit)  # (output order)
-        if not np.array_equal(command, tau_out):
-            held = [plan.names[i] for i in np.flatnonzero(command != tau_out)]
-            self.problem("saturation", f"effort_command saturated to the URDF effort limits of {cut(held, 300)}",
-                         now, DiagnosticStatus.WARN)
-        self._msgs.command.data = as_float_array(command)
+    def _publish_command(self, plan: Plan, source: str, law, hold: np.ndarray, refusals, now: int) -> None:
+        """effort_command as :class:`~robot_dynamics.nodes.command_path.CommandPath` decides: the law, or
+        the gravity hold said once in the log (and in /diagnostics while it lasts)."""
+        before = self._command_path.carries
+        decision = self._command_path.decide(plan, source, law, hold, refusals)
+        if decision.changed:
+            log = self.get_logger()
+            if decision.carries == HOLD:
+                log.warn(cut(f"{decision.reason}: effort_command holds gravity"))
+            elif decision.torque is None:
+                log.error(cut(f"effort_command not published: {decision.reason}"))
+            elif before:
+                log.info(f"effort_command carries {decision.carries} again")
+        if decision.reason:
+            self._command_note = (DiagnosticStatus.ERROR if decision.torque is None else DiagnosticStatus.WARN,
+                                  cut(f"{decision.reason}: effort_command holds gravity" if decision.torque is not None
+                                      else f"effort_command not published: {decision.reason}"), now)
+        if decision.torque is None:
+            return
+        if decision.saturated:
+            self.problem("saturation", f"effort_command saturated to the URDF effort limits of "
+                         f"{cut(decision.saturated, 300)}", now, DiagnosticStatus.WARN)
+        self._msgs.command.data = as_float_array(decision.torque)
         self._pub_command.publish(self._msgs.command)
 
     # --- diagnostics -------------------------------------------------------------------------------
@@ -378,10 +393,15 @@ class DynamicsNode(RobotNode):
             ("command_source", self._settings.command_source),
         ]
         out_level, out_text = DiagnosticStatus.OK, f"publishing at {n_out / period:.1f} Hz"
-        for kind in ("state", "output", "saturation", "tracking"):
+        for kind in ("state", "output", "saturation"):
             if kind in recent:
                 lvl, txt, _ = recent[kind]
                 out_level, out_text = max(out_level, lvl), txt
+        note = self._command_note
+        if note is not None and now - note[2] <= 2 * DIAGNOSTICS_PERIOD * 1e9:  # (the hold of this period)
+            out_text = f"{out_text}; {note[1]}" if out_level > DiagnosticStatus.OK else note[1]
+            out_level = max(out_level, note[0])
+            out_values.append(("effort_command", note[1]))
         if plan is None:
             out_level, out_text = DiagnosticStatus.STALE, "no model: publishing nothing"
         elif n_out == 0 and out_level == DiagnosticStatus.OK:

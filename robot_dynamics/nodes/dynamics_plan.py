@@ -116,7 +116,8 @@ TOPICS = (
     ("bias_torques", "sensor_msgs/JointState", "out", "effort = h(q, qd) = C(q, qd) qd + g(q)"),
     ("computed_torques", "sensor_msgs/JointState", "out", "effort = M(q) (qdd_d + kd e' + kp e) + h(q, qd)"),
     ("mass_matrix", "std_msgs/Float64MultiArray", "out", "M(q), row-major, dims rows/cols"),
-    ("effort_command", "std_msgs/Float64MultiArray", "out", "the command_source torques"),
+    ("effort_command", "std_msgs/Float64MultiArray", "out", "the command_source torques, or the gravity hold "
+     "g(q) while anything on their way is refused"),
     *TASK_TOPICS,
     *CONTACT_TOPICS,
     ("/diagnostics", "diagnostic_msgs/DiagnosticArray", "out", "model, inputs, outputs, once a second"),

@@ -4,10 +4,12 @@
   (a node never opens a file somebody named on the ROS graph);
 - :func:`cut`: text of bounded length for logs and ``/diagnostics`` (a 1 MB joint name must not
   become a 1 MB log line);
-- :class:`Plausibility`: positions within the joint limits plus a margin, velocities within a
-  multiple of the velocity limits (a reading beyond them is a broken sensor or an attack, not a
-  robot state), torques and mass matrices within a multiple of the robot's torque scale: the one
-  rule for what the nodes take in and what they publish;
+- :class:`Plausibility`: what no robot state can be (non-finite values, positions a thousand turns
+  past the joint limits, speeds of 9 500 rpm, more kinetic energy than any fall or drive could
+  give), torques and mass matrices within a multiple of the robot's torque scale: the one rule for
+  what the nodes take in (joint states and efforts) and what they publish. The URDF's limits
+  themselves are not the rule: neither node enforces them, and a simulation without limits, or an
+  arm falling with its motors off, passes them while its state is true;
 - :func:`check_outputs_finite`: a model whose outputs at a reference state are not finite (gravity
   1e308, a payload far away) is refused before it replaces a working one;
   :func:`check_outputs_plausible`, :func:`check_gravity` and :func:`check_gains`: nor are settings
@@ -24,8 +26,8 @@ import numpy as np
 
 from ..model import FIRST_MOMENT, MASS, ORIGIN_P, given_limits
 
-__all__ = ["GRAVITY_FACTOR", "MAX_DESCRIPTION_CHARS", "MAX_TEXT", "PAYLOAD_FACTOR", "POSITION_MARGIN", "STANDARD_GRAVITY",
-           "TORQUE_FACTOR", "UNLIMITED_POSITION", "UNLIMITED_SPEED", "VELOCITY_FACTOR", "Plausibility",
+__all__ = ["ENERGY_FACTOR", "GRAVITY_FACTOR", "MAX_DESCRIPTION_CHARS", "MAX_SPEED", "MAX_TEXT", "PAYLOAD_FACTOR",
+           "POSITION_MARGIN", "STANDARD_GRAVITY", "TORQUE_FACTOR", "UNLIMITED_POSITION", "VELOCITY_FACTOR", "Plausibility",
            "check_gains", "check_gravity", "check_payload", "check_outputs_finite", "check_outputs_plausible", "closest_name",
            "cut", "description_text"]
 
@@ -33,16 +35,22 @@ __all__ = ["GRAVITY_FACTOR", "MAX_DESCRIPTION_CHARS", "MAX_TEXT", "PAYLOAD_FACTO
 MAX_DESCRIPTION_CHARS = 10_000_000
 #: longest text of one log line or diagnostic string, characters
 MAX_TEXT = 1000
-#: how far beyond its limits (rad or m) a joint position is still believed: half a turn (a
-#: calibration offset or a test state is believed; 1e5 rad or 1e20 m is not)
-POSITION_MARGIN = math.pi
-#: how many times its velocity limit a joint velocity may reach and still be believed
-VELOCITY_FACTOR = 5.0
+#: how far beyond its limits (rad or m) a joint position is still believed: 1 600 turns. The nodes do
+#: not enforce the limits (a simulation without enforce_position_limits swings past them, a falling
+#: arm passes them), but a joint limited to a turn that has wound up 1e5 rad, or slid 1e20 m, is a
+#: broken encoder or an attack
+POSITION_MARGIN = 1.0e4
 #: largest |position| believed of a joint without limits (continuous, or none in the URDF), rad or m:
 #: 160 000 turns, where an angle still has 1e-10 rad of resolution
 UNLIMITED_POSITION = 1.0e6
-#: largest speed believed of a joint without a velocity limit, rad/s or m/s (9 500 rpm at the joint)
-UNLIMITED_SPEED = 1.0e3
+#: largest speed believed of any joint, rad/s or m/s (9 500 rpm at the joint)
+MAX_SPEED = 1.0e3
+#: how many times the robot's energy scale (:meth:`Plausibility.energy_scale`) its kinetic energy may
+#: reach and still be believed (10: a fall under 10 g, the largest gravity a node takes)
+ENERGY_FACTOR = 10.0
+#: velocities within this many times their velocity limits are believed without computing the
+#: kinetic energy: it is then at most ENERGY_FACTOR times the energy scale by construction
+VELOCITY_FACTOR = math.sqrt(ENERGY_FACTOR)
 #: standard gravity, m/s^2
 STANDARD_GRAVITY = 9.80665
 #: largest |gravity| a node takes, in multiples of STANDARD_GRAVITY (a centrifuge test is 10 g)
@@ -81,12 +89,16 @@ def description_text(xml) -> str:
 
 class Plausibility:
     """Limits beyond which a joint state, a torque or a mass matrix is not believed (one rule for
-    the inputs and the outputs of the nodes):
+    the inputs and the outputs of the nodes, efforts included):
 
-    - positions outside ``[lower - POSITION_MARGIN, upper + POSITION_MARGIN]``; beyond
-      ``UNLIMITED_POSITION`` for a joint without limits;
-    - speeds above ``VELOCITY_FACTOR`` times the velocity limit; above ``UNLIMITED_SPEED`` for a
-      joint without one;
+    - non-finite values;
+    - positions more than ``POSITION_MARGIN`` beyond the joint limits; beyond ``UNLIMITED_POSITION``
+      for a joint without limits;
+    - speeds above ``MAX_SPEED``;
+    - a state whose kinetic energy ``1/2 qd^T M(q) qd`` (Lynch & Park eq. 8.43) is above
+      ``ENERGY_FACTOR`` times the robot's energy scale (:meth:`energy_scale`): more than any fall
+      or any drive within its limits gives (computed only when some velocity is beyond
+      ``VELOCITY_FACTOR`` times its limit, below which the bound holds by construction);
     - torques above ``TORQUE_FACTOR`` times the joint's torque scale (:meth:`torque_scale`), and mass
       matrix entries ``M_ij`` above ``TORQUE_FACTOR sqrt(scale_i scale_j)`` per rad/s^2.
 
@@ -94,18 +106,33 @@ class Plausibility:
     widen the bounds they are checked against)."""
 
     def __init__(self, model):
+        self.model = model
         self.names = model.joint_names
         low, high = model.position_limits[:, 0], model.position_limits[:, 1]
         # (a URDF <limit> without lower and upper reads as 0, 0; continuous joints have +-inf)
         unset = ~(low < high) | ~np.isfinite(low) | ~np.isfinite(high)
-        self.low = np.where(unset, -UNLIMITED_POSITION, low - POSITION_MARGIN)
-        self.high = np.where(unset, UNLIMITED_POSITION, high + POSITION_MARGIN)
-        speed = given_limits(model.velocity_limits)
-        self.speed = np.where(np.isfinite(speed), VELOCITY_FACTOR * speed, UNLIMITED_SPEED)
+        self.low = np.where(unset, -UNLIMITED_POSITION, np.maximum(low - POSITION_MARGIN, -UNLIMITED_POSITION))
+        self.high = np.where(unset, UNLIMITED_POSITION, np.minimum(high + POSITION_MARGIN, UNLIMITED_POSITION))
+        self.speed = np.minimum(VELOCITY_FACTOR * drive_speeds(model), MAX_SPEED)
         self.mass, self.reach = robot_size(model)
+        self.energy = ENERGY_FACTOR * self.energy_scale(model)
         self.scale = self.torque_scale(model)
         self.torque = TORQUE_FACTOR * self.scale
         self.matrix = TORQUE_FACTOR * np.sqrt(np.outer(self.scale, self.scale))
+
+    @staticmethod
+    def energy_scale(model) -> float:
+        """J: ``m (2 g0 r + V^2)``, the energy a fall under standard gravity from any configuration
+        releases (every mass drops at most the diameter ``2 r`` of the robot's reach) plus a bound of
+        the kinetic energy with every joint at its velocity limit ``v_i`` (:func:`drive_speeds`): no
+        point moves faster than ``V = sum_i v_i r_i`` (``r_i = r`` for a revolute joint, 1 for a
+        prismatic one) and no body turns faster than ``V / r``, so ``T <= 1/2 m V^2 + 1/2 m r^2 (V / r)^2``
+        (``m``, ``r``: :func:`robot_size`; a body's inertia about its centre taken as at most ``m r^2``)."""
+        mass, reach = robot_size(model)
+        speed = drive_speeds(model)
+        prismatic = np.array([kind == "prismatic" for kind in model.joint_types], dtype=bool)
+        top = float(np.sum(speed * np.where(prismatic, 1.0, max(reach, 1e-3))))
+        return mass * (2.0 * STANDARD_GRAVITY * reach + top * top)
 
     @staticmethod
     def torque_scale(model) -> np.ndarray:
@@ -120,20 +147,42 @@ class Plausibility:
         return np.maximum(np.maximum(gravity, effort), 1.0)
 
     def problem(self, index: np.ndarray, position, velocity) -> str:
-        """The reason the values of the model joints ``index`` are not believed, '' when they are."""
+        """The reason the values of the model joints ``index`` are not believed one by one (finite,
+        positions, speeds), '' when they are; the kinetic energy of a whole state is
+        :meth:`energy_problem`'s."""
         parts = []
         if position is not None:
             believed = (position >= self.low[index]) & (position <= self.high[index])  # (NaN: not believed)
             if not believed.all():
-                parts.append("positions beyond the joint limits by more than "
-                             f"{POSITION_MARGIN:.4g} (or beyond {UNLIMITED_POSITION:.0e} without limits): "
-                             f"{self._list(index, position, ~believed)}")
+                parts.append(f"positions more than {POSITION_MARGIN:g} beyond the joint limits (or beyond "
+                             f"{UNLIMITED_POSITION:.0e} without limits): {self._list(index, position, ~believed)}")
         if velocity is not None:
-            believed = np.abs(velocity) <= self.speed[index]
+            believed = np.abs(velocity) <= MAX_SPEED
             if not believed.all():
-                parts.append(f"velocities above {VELOCITY_FACTOR:g} times the velocity limit (or "
-                             f"{UNLIMITED_SPEED:g} without one): {self._list(index, velocity, ~believed)}")
+                parts.append(f"velocities above {MAX_SPEED:g} rad/s (m/s): {self._list(index, velocity, ~believed)}")
         return "; ".join(parts)
+
+    def energy_problem(self, q: np.ndarray, qd: np.ndarray) -> str:
+        """The reason the state ``(q, qd)`` (model order, finite) is not believed for its kinetic
+        energy, '' when it is (without computing it while every velocity is within ``VELOCITY_FACTOR``
+        times its limit: the common case)."""
+        fast = ~(np.abs(qd) <= self.speed)
+        if not fast.any():
+            return ""
+        from ..kinematics import kinetic_energy
+
+        with np.errstate(all="ignore"):
+            energy = float(kinetic_energy(self.model, q, qd))
+        if energy <= self.energy:
+            return ""
+        every = np.arange(len(qd))
+        return (f"kinetic energy {energy:.4g} J above {ENERGY_FACTOR:g} times the robot's energy scale "
+                f"({self.energy:.4g} J, more than any fall or drive gives): velocities {self._list(every, qd, fast)}")
+
+    def state_problem(self, q: np.ndarray, qd: np.ndarray) -> str:
+        """:meth:`problem` and :meth:`energy_problem` of a whole state (model order)."""
+        every = np.arange(len(q))
+        return self.problem(every, q, qd) or self.energy_problem(q, qd)
 
     def torque_problem(self, index: np.ndarray, torque) -> str:
         """The reason the torques of the model joints ``index`` are not believed, '' when they are."""
@@ -168,6 +217,12 @@ def robot_size(model) -> tuple[float, float]:
     com = np.linalg.norm(bodies[:, FIRST_MOMENT], axis=1) / np.where(mass > 0, mass, 1.0)
     reach = np.linalg.norm(bodies[:, ORIGIN_P], axis=1).sum() + (com.max() if len(com) else 0.0)
     return float(mass.sum()), float(reach)
+
+
+def drive_speeds(model) -> np.ndarray:
+    """Per joint, rad/s or m/s: its URDF velocity limit; ``MAX_SPEED / VELOCITY_FACTOR`` without one."""
+    speed = given_limits(model.velocity_limits)
+    return np.where(np.isfinite(speed), speed, MAX_SPEED / VELOCITY_FACTOR)
 
 
 def reference_state(model) -> np.ndarray:

@@ -290,7 +290,7 @@ class SimulatorNode(RobotNode):
         """Why the simulation's state is not plausible (:class:`~robot_dynamics.nodes.safety.Plausibility`,
         the rule the dynamics node applies to its joint states), '' when it is."""
         sim, check, every = self._sim, plan.plausibility, np.arange(plan.model.nv)
-        problems = [check.problem(every, sim.q, sim.qd), check.torque_problem(every, sim.applied_effort)]
+        problems = [check.state_problem(sim.q, sim.qd), check.torque_problem(every, sim.applied_effort)]
         if plan.stiffness:
             motors = check.problem(every, sim.motor_q, sim.motor_qd)
             problems.append(motors and "motors: " + motors)

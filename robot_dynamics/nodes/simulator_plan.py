@@ -256,7 +256,7 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
             raise ValueError(f"{name} has {len(values)} values; expected {described}, or none")
         target[where] = values
     plausibility = Plausibility(base)
-    implausible = plausibility.problem(np.arange(model.nv), q0, qd0)
+    implausible = plausibility.state_problem(q0, qd0)
     if implausible:
         raise ValueError(f"initial state not plausible: {implausible}")
     what = f"gravity {list(s.gravity)}{f', armature {list(s.armature)}' if s.armature else ''}"

@@ -29,6 +29,7 @@ class TaskSpaceCommand:
         self._subscriptions = ()
         self.inputs: TaskSpaceInputs | None = None
         self.last = None  # the last TaskResult
+        self.refusal = ""  # why the last torque() had no target ('' when it had one)
 
     def install(self, plan) -> None:
         root = plan.model.link_names[0]
@@ -84,6 +85,7 @@ class TaskSpaceCommand:
         target, notes = self.inputs.target(now, plan.desired_timeout_ns)
         for note in notes[target is None:]:
             node.problem("desired", note, now, DiagnosticStatus.WARN)
+        self.refusal = notes[0] if target is None else ""  # (the command path says it: command_path)
         if target is None:
             node.problem("desired", f"{notes[0]}: effort_command holds gravity", now, DiagnosticStatus.WARN)
             return None
