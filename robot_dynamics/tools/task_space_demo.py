@@ -16,7 +16,6 @@ desired pose received before it.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from dataclasses import replace
@@ -140,14 +139,12 @@ def run_task_space_demo(args, model, path, load_warnings=()):
     from . import processes
 
     frame = graph.TOOL_FRAMES.get(model.name, model.link_names[-1])
-    env = processes.ros_environment(args.domain_id)
+    env, domain = processes.graph_environment(args, lambda text: print(f"  warning: {text}", flush=True))
     print(f"robot_dynamics demo --task-space {args.task_space}: {model.name}, frame {frame}, a {args.radius:g} m "
-          f"circle at {args.frequency:g} Hz, ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, {args.duration:g} s", flush=True)
+          f"circle at {args.frequency:g} Hz, {args.duration:g} s", flush=True)
+    print(f"  {domain}", flush=True)
     for warning in load_warnings:
         print(f"  warning: {warning}")
-    os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
-    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    os.environ.pop("ROS_LOCALHOST_ONLY", None)
     workdir = Path(tempfile.mkdtemp(prefix="robot_dynamics_task_space_demo_"))
     log_dir = args.log_dir or workdir / "logs"
     recorder = _PoseRecorder(model)
