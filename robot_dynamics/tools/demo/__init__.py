@@ -136,6 +136,7 @@ def run_demo(args, model, path, load_warnings=()):
               f"stiffness at the start pose, without the model)")
     if not args.no_plot:
         output = plot(metrics, list(model.joint_names), args.output,
-                      f"robot_dynamics demo: {model.name}, computed torque vs PD only ({args.duration:g} s each)")
+                      f"robot_dynamics demo: {model.name}, computed torque vs PD only ({args.duration:g} s each)",
+                      model.joint_types)
         print(f"  plot         {output.resolve()}")
     return 0
