@@ -125,16 +125,7 @@ def analyse(run, revolute_mask=None, unit="rad", continuous=None):
     def rate(series):
         return window_rate(series, run)
 
-    latency = ()
-    if len(run.torques):
-        arrival = {}
-        for t, s in zip(run.state.received, run.state.stamp):
-            arrival.setdefault(round(s, 9), t)
-        lags = [t - arrival[round(s, 9)] for t, s in zip(run.torques.received, run.torques.stamp)
-                if round(s, 9) in arrival and run.start <= t <= run.end]
-        if lags:
-            lags = np.asarray(lags) * 1e3
-            latency = (float(np.percentile(lags, 50)), float(np.percentile(lags, 99)), float(lags.max()))
+    latency = latency_ms(run)
     return Metrics(
         label=run.label, duration=duration,
         state_rate=rate(run.state), desired_rate=rate(run.desired), torque_rate=rate(run.torques),
@@ -148,6 +139,20 @@ def analyse(run, revolute_mask=None, unit="rad", continuous=None):
         stalls=int((np.diff(times) > STALL).sum()),
         unit=unit,
     )
+
+
+def latency_ms(run):
+    """(p50, p99, max) in ms from a joint state's arrival to that of the computed_torques stamped like
+    it, in the recording window; () without any."""
+    arrival = {}
+    for t, s in zip(run.state.received, run.state.stamp):
+        arrival.setdefault(round(s, 9), t)
+    lags = [t - arrival[round(s, 9)] for t, s in zip(run.torques.received, run.torques.stamp)
+            if round(s, 9) in arrival and run.start <= t <= run.end]
+    if not lags:
+        return ()
+    lags = np.asarray(lags) * 1e3
+    return float(np.percentile(lags, 50)), float(np.percentile(lags, 99)), float(lags.max())
 
 
 def window_rate(series, run):
