@@ -215,7 +215,7 @@ def run_identify(args, model, urdf_path, out, err):
     files = {name: text.encode() for name, text in files.items()}
     try:
         image = io.BytesIO()
-        plot_validation(image, model.joint_names, check)
+        plot_validation(image, model.joint_names, check, model.joint_types)
         files["validation.png"] = image.getvalue()
     except ImportError:
         err.write("warning: no validation plot: matplotlib is not installed "
