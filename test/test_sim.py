@@ -148,6 +148,46 @@ def test_sim_closes_the_loop_holds_the_start_pose_and_leaves_nothing_after_ctrl_
         _stop(process)
 
 
+def test_sim_without_trajectory_in_a_namespace_holds_the_arm(harness, tmp_path):
+    """``sim --robot my_robot.urdf --namespace arm --no-trajectory`` (docs): nothing publishes
+    /arm/desired_state, the arm stays at its start pose; a desired_state of the user's then moves it
+    there under the computed-torque law."""
+    model = rd.load_urdf("planar_2r")
+    q0, _, _ = graph.robot_setup(model)
+    states = harness.collect(JointState, "/arm/joint_states")
+    torques = harness.collect(JointState, "/arm/computed_torques")
+    process = _sim("--robot", "planar_2r", "--namespace", "arm", "--no-trajectory", log_dir=tmp_path / "logs")
+    try:
+        output = _read_until(process, r"^running")
+        assert "/arm/desired_state (you -> dynamics node)" in output and "trajectory_publisher" not in output
+        time.sleep(2.0)
+        assert harness.node.count_publishers("/arm/desired_state") == 0
+        held = np.array([_positions(m, model.joint_names) for m in list(states.messages)])
+        assert len(held) > 500 and np.abs(held - q0).max() < 1e-6, np.abs(held - q0).max()
+        target = q0 + np.array([0.2, -0.1])
+        desired = harness.publisher(JointTrajectory, "/arm/desired_state")
+        from trajectory_msgs.msg import JointTrajectoryPoint
+
+        def publish():
+            desired.publish(JointTrajectory(joint_names=list(model.joint_names), points=[JointTrajectoryPoint(
+                positions=target.tolist(), velocities=[0.0, 0.0], accelerations=[0.0, 0.0])]))
+
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            publish()
+            time.sleep(0.01)
+            if len(torques.messages) > 200:
+                break
+        for _ in range(300):  # 3 s more: kp 100, kd 20 settle within about 1 s
+            publish()
+            time.sleep(0.01)
+        reached = _positions(states.messages[-1], model.joint_names)
+        assert np.abs(reached - target).max() < 5e-3, reached
+        _interrupt(process, output)
+    finally:
+        _stop(process)
+
+
 def test_two_arms_side_by_side_each_on_its_own_clock(harness, tmp_path):
     """``sim --sim-time --namespace left --robot UR5`` and ``... --namespace right --robot
     arm7_gripper``: both loops close; no clock goes backwards; /clock has no second owner (none
