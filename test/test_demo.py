@@ -120,12 +120,14 @@ def test_short_demo_prints_the_summary_and_writes_the_plot(tmp_path):
     pytest.importorskip("rclpy", reason="the demo needs ROS 2 (pip install .[ros])")
     pytest.importorskip("matplotlib", reason="the demo needs matplotlib")
     output = tmp_path / "demo.png"
-    # this test worker's own ROS domain (conftest.py), so parallel test workers never meet it
+    # the exported ROS_DOMAIN_ID, which the demo honours: this test worker's own (conftest.py), so
+    # parallel test workers never meet it
     done = subprocess.run([*_demo_command(), "demo", "--duration", "2", "--output", str(output),
-                           "--log-dir", str(tmp_path / "logs"), "--domain-id", os.environ["ROS_DOMAIN_ID"]],
+                           "--log-dir", str(tmp_path / "logs")],
                           capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     out = done.stdout
+    assert f"ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']} (the exported ROS_DOMAIN_ID; this machine only)" in out
     assert "robot_dynamics demo: summary" in out
     assert re.search(r"model\s+arm7_gripper .*8 coordinates", out)
     assert re.search(r"rates\s+joint_states \d+ Hz", out)
