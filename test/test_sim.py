@@ -247,3 +247,20 @@ def test_the_domain_is_the_users_unless_isolated_is_asked_for():
     assert domain in processes.PRIVATE_DOMAINS and source.startswith("--isolated")
     with pytest.raises(ValueError, match="give one of them"):
         processes.choose_domain(3, isolated=True)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--namespace", "1left"], "--namespace '1left': ROS 2 names are letters"),
+    (["--params", "{missing}"], "--params: no such file"),
+    (["--params", "{wrong}"], "none of its sections names a node of the graph (/left/robot_dynamics_simulator"),
+    (["--global-clock"], "--global-clock needs --sim-time"),
+    (["--domain-id", "233"], "--domain-id '233': ROS 2 accepts the integers 0-232"),
+])
+def test_sim_refuses_a_bad_argument_in_one_line_and_starts_nothing(tmp_path, args, message):
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text("/right/robot_dynamics:\n  ros__parameters:\n    kp: [50.0]\n")
+    args = [arg.format(missing=tmp_path / "none.yaml", wrong=wrong) for arg in args]
+    done = subprocess.run([*_sim_command(), "sim", "--robot", "planar_2r", "--namespace", "left", *args],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and message in done.stderr, done.stderr
+    assert "up after" not in done.stdout and len(done.stderr.strip().splitlines()) == 1
