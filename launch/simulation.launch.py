@@ -2,6 +2,7 @@
 
     ros2 launch robot_dynamics simulation.launch.py                    # bundled arm7_gripper
     ros2 launch robot_dynamics simulation.launch.py urdf:=planar_2r namespace:=sim command_source:=gravity
+    ros2 launch robot_dynamics simulation.launch.py namespace:=left use_sim_time:=true clock_topic:=/left/clock
 
 Wiring (all topics relative to the namespace, so nothing needs remapping):
 
@@ -10,8 +11,9 @@ Wiring (all topics relative to the namespace, so nothing needs remapping):
 
 For a robot whose joints config/simulator.yaml does not name, the start pose and the trajectory's
 home pose follow the robot's joint limits. The graph is described once, in
-``robot_dynamics.tools.graph.simulation_graph``; ``robot-dynamics demo`` starts the same graph
-without ``ros2 launch``.
+``robot_dynamics.tools.graph.simulation_graph``; ``robot-dynamics sim`` starts the same graph
+without ``ros2 launch`` (and ``robot-dynamics demo`` records it). The simulator holds the start pose
+until its first command (``on_command_timeout: hold_position`` unless simulator_params sets it).
 """
 
 from launch import LaunchDescription
@@ -33,6 +35,7 @@ def nodes(context):
     urdf = urdf_text(context)
     settings = dict(use_sim_time=flag(context, "use_sim_time"), command_source=argument(context, "command_source"),
                     compensate_friction=flag(context, "compensate_friction"),
+                    clock_topic=argument(context, "clock_topic"), trajectory=flag(context, "start_trajectory"),
                     **{name: params_file(context, name) for name in PARAMS_FILES})
     namespace = argument(context, "namespace")
     # once, here, rather than in two nodes at once; the arguments checked first
@@ -52,6 +55,11 @@ def generate_launch_description():
                               description="what the dynamics node sends the simulator: computed "
                                           "(the computed-torque law), gravity (compensation only), none, or "
                                           "task_space (the tool frame follows a circle, docs/task_space.md)"),
+        DeclareLaunchArgument("clock_topic", default_value="/clock",
+                              description="with use_sim_time: the clock the simulator publishes and the nodes "
+                                          "follow (a second simulated arm: /NS/clock, so /clock has one owner)"),
+        boolean_argument("start_trajectory", "true",
+                         "false: no trajectory publisher (publish desired_state yourself)"),
         boolean_argument("compensate_friction", "true",
                          "the dynamics node adds the URDF damping and friction that the simulator applies"),
         *(DeclareLaunchArgument(name, default_value=str(config_file(file)),

@@ -335,3 +335,21 @@ def test_help_and_the_nodes_import_none_of_scipys_solvers():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_dev_test_runs_a_subset_and_prints_pytests_help_once():
+    """``./dev test --help`` is pytest's help, once (the script's two pytest phases printed it twice);
+    ``./dev test FILE -k NAME`` (docs/testing.md) runs only that subset."""
+    repo = Path(__file__).resolve().parents[1]
+    venv = repo / ".venv"
+    if not list(venv.glob(".installed-*")):
+        pytest.skip("./dev's .venv is not set up in this checkout")
+    env = dict(os.environ, ROBOT_DYNAMICS_VENV=str(venv))
+    done = subprocess.run([str(repo / "dev"), "test", "--help"], cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("usage: ") == 1 and "-k EXPRESSION" in done.stdout
+    done = subprocess.run([str(repo / "dev"), "test", "test/test_plots.py", "-k", "validation"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout and "launch tests not run (pytest arguments given)" in done.stdout

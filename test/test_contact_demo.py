@@ -39,6 +39,25 @@ def test_summary_and_plot(run, tmp_path):
     assert (tmp_path / "demo.png").stat().st_size > 10_000
 
 
+def test_the_summary_gives_the_impact_peak_beside_the_force_at_detection(run):
+    """The impact's spike is reported with its time, not only the (smaller) force when the
+    collision was declared: both are the simulator's true force at those samples."""
+    import re
+
+    magnitude = np.linalg.norm(run.force, axis=1)
+    touch, detection, peak = contact_demo.impact(run)
+    assert magnitude[peak] == magnitude[touch:touch + 200].max()  # the largest force of the impact's first 0.2 s
+    assert detection is not None and magnitude[peak] > 2 * magnitude[detection]  # the spike, not the press
+    text = "\n".join(contact_demo.summary_lines(run))
+    said = re.search(r"impact peak: true force ([\d.]+) N at t = ([\d.]+) s", text)
+    assert said, text
+    assert float(said.group(1)) == pytest.approx(magnitude[peak], abs=0.005)
+    assert float(said.group(2)) == pytest.approx(run.t[peak], abs=5e-4)
+    if detection is not None:
+        at_detection = float(re.search(r"at that instant the true force was ([\d.]+) N", text).group(1))
+        assert at_detection == pytest.approx(magnitude[detection], abs=0.005)
+
+
 def test_bad_argument_is_one_line(capsys):
     assert cli.main(["demo-contact", "--duration", "0", "--no-plot"]) == 1
     error = capsys.readouterr().err.strip()

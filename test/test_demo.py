@@ -73,8 +73,39 @@ def test_summary_and_plot(tmp_path, monkeypatch):
     text = "\n".join(lines)
     assert "RMS error (arm joints) computed torque: 1.000e-04 rad" in text
     assert "300x larger" in text
-    path = figure.plot([ct, pd], list(model.joint_names), tmp_path / "plot.png", "test")
+    path = figure.plot([ct, pd], list(model.joint_names), tmp_path / "plot.png", "test", model.joint_types)
     assert path.stat().st_size > 10_000
+    assert "STARVED" not in text  # computed_torques as often as joint states, 1 ms after them
+
+
+def test_the_summary_says_when_the_loop_starved(monkeypatch):
+    """computed_torques for every other joint state, 5 ms after it (joint states 3 ms apart): both
+    said, with what it does to the figures."""
+    import robot_dynamics as rd
+    from robot_dynamics.robots import bundled_urdf
+
+    monkeypatch.setattr(analysis, "_clock_of", lambda run: "stamp")
+    run = synthetic_run("computed torque", 1e-4)
+    run.torques = analysis.Series()
+    for k, (received, stamp) in enumerate(zip(run.state.received, run.state.stamp)):
+        if k % 2 == 0:
+            run.torques.add(received + 0.005, stamp, np.zeros(2))
+    ct = analysis.analyse(run)
+    text = "\n".join(analysis.summary_lines(rd.load_urdf(bundled_urdf("planar_2r")), "f", ct, None, [run], []))
+    assert re.search(r"STARVED +computed torque: computed_torques 167 Hz for joint_states 333 Hz: .* 50 %", text), text
+    assert "latency p50 5.00 ms is beyond the 3.00 ms period of the joint states" in text
+    assert "tracking errors below are those of a starved loop" in text
+
+
+@pytest.mark.parametrize("types, position, torque", [
+    (["revolute"] * 6, "position (rad)", "torque (N m)"),
+    (["revolute", "prismatic"], "position (rad; b: m)", "torque (N m; b: N)"),
+    (["prismatic", "prismatic"], "position (m)", "torque (N)")])
+def test_the_plot_labels_each_axis_with_the_units_of_its_joints(types, position, torque):
+    """A UR5 (six revolute joints) has no gripper to label in metres."""
+    names = ["a", "b", "c", "d", "e", "f"][:len(types)]
+    assert figure.unit_label("position", names, types, "rad", "m") == position
+    assert figure.unit_label("torque", names, types, "N m", "N") == torque
 
 
 # --------------------------------------------------------------------------------- the real demo
@@ -89,12 +120,14 @@ def test_short_demo_prints_the_summary_and_writes_the_plot(tmp_path):
     pytest.importorskip("rclpy", reason="the demo needs ROS 2 (pip install .[ros])")
     pytest.importorskip("matplotlib", reason="the demo needs matplotlib")
     output = tmp_path / "demo.png"
-    # this test worker's own ROS domain (conftest.py), so parallel test workers never meet it
+    # the exported ROS_DOMAIN_ID, which the demo honours: this test worker's own (conftest.py), so
+    # parallel test workers never meet it
     done = subprocess.run([*_demo_command(), "demo", "--duration", "2", "--output", str(output),
-                           "--log-dir", str(tmp_path / "logs"), "--domain-id", os.environ["ROS_DOMAIN_ID"]],
+                           "--log-dir", str(tmp_path / "logs")],
                           capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     out = done.stdout
+    assert f"ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']} (the exported ROS_DOMAIN_ID; this machine only)" in out
     assert "robot_dynamics demo: summary" in out
     assert re.search(r"model\s+arm7_gripper .*8 coordinates", out)
     assert re.search(r"rates\s+joint_states \d+ Hz", out)

@@ -34,7 +34,7 @@ VENV_BIN = Path(sys.executable).parent
 
 #: Commands this test runs itself: quick, self-contained (regular expressions, matched from the start).
 RUN_HERE = [
-    r"(\.venv/bin/)?robot-dynamics (?!demo|bench)",    # everything but the demo and the benchmarks
+    r"(\.venv/bin/)?robot-dynamics (?!demo|bench|sim)",    # everything but the demo, sim and the benchmarks
     r"(\.venv/bin/)?[a-z_]+_node --help$",
     r"source \.venv/bin/activate$",
 ]
@@ -45,6 +45,19 @@ RUN_ELSEWHERE = {
     "./dev test": ".ci/run",
     "./dev launch-test": "dev",  # the last part of ./dev test (see docs/testing.md), run by .ci/run
     "robot-dynamics demo --duration 2 --no-pd --robot planar_2r": "test/test_demo.py::test_demo_from_an_empty_numba_cache",
+    "ROS_DOMAIN_ID=171 robot-dynamics demo --duration 2 --no-pd --robot planar_2r":
+        "test/test_demo.py::test_short_demo_prints_the_summary_and_writes_the_plot",  # (on the tests' own domain)
+    # sim runs until Ctrl-C: test_sim.py starts it, checks the loop and the hold, and interrupts it
+    ".venv/bin/robot-dynamics sim": "test/test_sim.py::test_sim_closes_the_loop_holds_the_start_pose_and_leaves_nothing_after_ctrl_c",
+    ".venv/bin/robot-dynamics sim --robot my_robot.urdf --namespace arm --no-trajectory":
+        "test/test_sim.py::test_sim_without_trajectory_in_a_namespace_holds_the_arm",
+    "robot-dynamics sim --robot planar_2r --duration 10":
+        "test/test_sim.py::test_sim_without_trajectory_in_a_namespace_holds_the_arm",
+    "robot-dynamics sim --sim-time --namespace left --robot ur5_robot.urdf":
+        "test/test_sim.py::test_two_arms_side_by_side_each_on_its_own_clock",
+    "robot-dynamics sim --sim-time --namespace right --robot arm7_gripper":
+        "test/test_sim.py::test_two_arms_side_by_side_each_on_its_own_clock",
+    "./dev test test/test_plots.py -k validation": "test/test_cli.py::test_dev_test_runs_a_subset_and_prints_pytests_help_once",
     ".venv/bin/dynamics_node --urdf my_robot.urdf": "test/test_docs.py::test_your_own_robot_in_three_steps",
     ".venv/bin/dynamics_node --urdf my_robot.urdf --executor events": "test/test_docs.py::test_your_own_robot_in_three_steps",
     ".venv/bin/dynamics_node --ros-args --params-file my_robot.yaml":

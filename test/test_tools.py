@@ -61,6 +61,44 @@ def test_simulation_graph_clock_and_command_source():
         graph.simulation_graph(urdf, command_source="bogus")
 
 
+def test_simulation_graph_holds_the_arm_until_the_first_command_unless_the_users_file_says_otherwise(tmp_path):
+    urdf = bundled_urdf("planar_2r").read_text()
+    simulator = graph.simulation_graph(urdf)[0]
+    assert simulator.parameters[1]["on_command_timeout"] == "hold_position"
+    mine = tmp_path / "simulator.yaml"
+    mine.write_text("/**:\n  ros__parameters:\n    on_command_timeout: brake\n")
+    simulator = graph.simulation_graph(urdf, simulator_params=mine)[0]
+    assert "on_command_timeout" not in simulator.parameters[1] and simulator.parameters[0] == mine
+
+
+def test_a_namespaced_clock_is_remapped_in_every_node_and_the_trajectory_can_be_left_out(tmp_path):
+    urdf = bundled_urdf("planar_2r").read_text()
+    nodes = graph.simulation_graph(urdf, use_sim_time=True, clock_topic="/left/clock", trajectory=False)
+    assert [n.executable for n in nodes] == ["simulator_node", "dynamics_node"]
+    assert all(n.remappings == (("/clock", "/left/clock"),) for n in nodes)
+    assert all(n.remappings == () for n in graph.simulation_graph(urdf, use_sim_time=True))
+    assert all(n.remappings == () for n in graph.simulation_graph(urdf, clock_topic="/left/clock"))  # no sim time
+    from robot_dynamics.tools import processes
+
+    argv = processes.ros_args(["a.yaml"], "left", "robot_dynamics", remappings=nodes[1].remappings)
+    assert argv[-2:] == ["-r", "/clock:=/left/clock"] and ["-r", "__ns:=/left"] == argv[3:5]
+
+
+def test_a_users_params_file_is_every_nodes_last_layer_and_checked_against_their_names(tmp_path):
+    urdf = bundled_urdf("planar_2r").read_text()
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("robot_dynamics:\n  ros__parameters:\n    kp: [50.0]\n")
+    nodes = graph.simulation_graph(urdf, extra_params=mine)
+    assert all(n.parameters[-1] == mine for n in nodes)
+    unused = graph.unused_layers(nodes, "left")
+    # the section names /robot_dynamics, not /left/robot_dynamics: it applies to no node in "left"
+    assert [node for layer, node, _ in unused if layer == mine] == [
+        "/left/robot_dynamics_simulator", "/left/robot_dynamics", "/left/trajectory_publisher"]
+    assert [node for layer, node, _ in graph.unused_layers(nodes, "") if layer == mine] == [
+        "/robot_dynamics_simulator", "/trajectory_publisher"]
+    assert graph.section_applies("/**/robot_dynamics", "/left/robot_dynamics")
+
+
 def test_dynamics_graph_layers_the_params_file_under_the_description(tmp_path):
     params = tmp_path / "mine.yaml"
     nodes = graph.dynamics_graph("<robot/>", params_file=params, robot_state_publisher=True)

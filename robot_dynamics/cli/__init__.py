@@ -8,6 +8,8 @@ Subcommands::
     robot-dynamics gravity URDF --q ...           holding torques g(q)
     robot-dynamics mass-matrix URDF --q ...       M(q)
     robot-dynamics demo                           the closed-loop computed-torque demo (ROS 2)
+    robot-dynamics sim [--robot URDF] [--namespace NS] [--sim-time] ...
+                                                  the simulation graph, running until Ctrl-C (ROS 2)
     robot-dynamics excite URDF --duration S --output FILE
                                                   an excitation trajectory for identification
     robot-dynamics identify RECORDING --urdf URDF a calibrated URDF (and payload) from a recording
@@ -27,7 +29,7 @@ stderr and a non-zero exit status: 1 for a bad URDF, configuration or unknown ro
 command-line usage error or bad input to ``excite``/``identify`` (a recording, an option's value,
 an output path).
 
-Only the ``demo`` and ``bench`` subcommands need ROS 2 (rclpy) and matplotlib; the others need
+Only the ``demo``, ``sim`` and ``bench`` subcommands need ROS 2 (rclpy) and matplotlib; the others need
 only the core library.
 
 Each module of this package adds its commands to the parser (``register(commands)``, each command's
@@ -36,13 +38,14 @@ Each module of this package adds its commands to the parser (``register(commands
 
 import sys
 
-from . import bench, check_trajectory, compiling, contact, demos, identification, info, joint_space, robots
+from . import bench, check_trajectory, compiling, contact, demos, identification, info, joint_space, robots, sim
 from .arguments import CLIError, Parser
 
 PROG = "robot-dynamics"
 
 #: the modules that register commands, in the order ``--help`` lists them
-COMMAND_MODULES = (robots, compiling, info, joint_space, demos, identification, check_trajectory, contact, bench)
+COMMAND_MODULES = (robots, compiling, info, joint_space, demos, sim, identification, check_trajectory, contact,
+                   bench)
 
 
 def build_parser():

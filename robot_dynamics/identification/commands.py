@@ -44,6 +44,12 @@ def add_excite_arguments(parser):
     parser.add_argument("--seed", type=int, default=0, help="seed of the optimisation's random starts (default 0)")
     parser.add_argument("--armature", action="store_true",
                         help="design for identify --armature (the armature of every joint estimated)")
+    parser.add_argument("--scale", type=float, default=1.0, metavar="S",
+                        help="shrink every joint's swing to S times the designed one, 0 < S <= 1 (default 1)")
+    parser.add_argument("--max-amplitude", type=float, default=None, metavar="RAD",
+                        help="cap each joint's swing about its centre at RAD (m for a prismatic joint)")
+    parser.add_argument("--tool", default=None, metavar="FRAME",
+                        help="the frame whose swept box is reported (default: the link that sweeps the largest)")
 
 
 def add_identify_arguments(parser):
@@ -125,6 +131,9 @@ def run_excite(args, model, out, err):
                                       _limits(model, args.velocity_limit, "velocity-limit"),
                                       _limits(model, args.acceleration_limit, "acceleration-limit"), seed=args.seed,
                                       armature=args.armature)
+    if args.tool is not None and args.tool not in model.link_names:
+        raise ex.ExcitationError(f"--tool {args.tool!r}: no such link (links: {', '.join(model.link_names)})")
+    excitation = ex.scaled(excitation, args.scale, args.max_amplitude)
     duration = periods * args.period
     rotors = ex.estimated_armature(model, args.armature)
     ex.write_trajectory_csv(args.output, excitation, duration, args.rate)
@@ -135,16 +144,33 @@ def run_excite(args, model, out, err):
               f"{args.harmonics} harmonics, written to {args.output} at {args.rate:g} Hz\n")
     out.write(f"condition number of the base regressor over one period: "
               f"{ex.regressor_condition(model, excitation, _independent(model, args.armature), 500, rotors):.4g}\n")
-    out.write(f"{'joint':24} {'start':>8} {'min q':>8} {'max q':>8} {'max |qd|':>9} {'max |qdd|':>9} {'max |tau|':>9}\n")
+    lower, upper = model.position_limits.T
+    out.write(f"{'joint':24} {'start':>8} {'min q':>8} {'max q':>8} {'swing':>7} {'to limit':>8} {'max |qd|':>9} "
+              f"{'max |qdd|':>9} {'max |tau|':>9}\n")
     for j, name in enumerate(model.joint_names):
-        out.write(f"{name:24} {q[0, j]:8.3f} {q[:, j].min():8.3f} {q[:, j].max():8.3f} {np.abs(qd[:, j]).max():9.3f} "
-                  f"{np.abs(qdd[:, j]).max():9.3f} {np.abs(tau[:, j]).max():9.3g}\n")
+        clearance = min(q[:, j].min() - lower[j], upper[j] - q[:, j].max())
+        out.write(f"{name:24} {q[0, j]:8.3f} {q[:, j].min():8.3f} {q[:, j].max():8.3f} {np.ptp(q[:, j]):7.3f} "
+                  f"{clearance:8.3f} {np.abs(qd[:, j]).max():9.3f} {np.abs(qdd[:, j]).max():9.3f} {np.abs(tau[:, j]).max():9.3g}\n")
         if np.abs(tau[:, j]).max() > model.effort_limits[j]:
             err.write(f"warning: {name} needs up to {np.abs(tau[:, j]).max():.3g} with this URDF, above its effort "
                       f"limit {model.effort_limits[j]:g}: lower --acceleration-limit or lengthen --period\n")
+    _warn_workspace(model, excitation, q, args, err)
     if abs(duration - args.duration) > 1e-9:
         err.write(f"warning: --duration {args.duration:g} s rounded to {duration:g} s (whole periods of {args.period:g} s)\n")
     return 0
+
+
+def _warn_workspace(model, excitation, q, args, err):
+    """Before a real run: how far the joints swing and the box the tool sweeps (a real arm hits what is in it)."""
+    widest = int(np.argmax(np.ptp(q, axis=0)))
+    unit = "m" if model.joint_types[widest] == "prismatic" else "rad"
+    frame, low, high = ex.swept_box(model, excitation, args.tool)
+    err.write(f"warning: workspace: the joints swing by up to {np.ptp(q[:, widest]):.2f} {unit} ({model.joint_names[widest]}; "
+              f"'swing' above, 'to limit' the margin kept to the URDF limits); {frame} sweeps x {low[0]:+.2f}..{high[0]:+.2f}, "
+              f"y {low[1]:+.2f}..{high[1]:+.2f}, z {low[2]:+.2f}..{high[2]:+.2f} m in the base frame"
+              + (" (below the base: through a table it stands on)" if low[2] < 0 else "") + ". Before playing it "
+              f"on a real arm, clear that volume (the table, people, cables: self-collision is not checked) and start "
+              f"smaller: --scale 0.3 or --max-amplitude 0.5\n")
 
 
 def _independent(model, armature):
@@ -215,7 +241,7 @@ def run_identify(args, model, urdf_path, out, err):
     files = {name: text.encode() for name, text in files.items()}
     try:
         image = io.BytesIO()
-        plot_validation(image, model.joint_names, check)
+        plot_validation(image, model.joint_names, check, model.joint_types)
         files["validation.png"] = image.getvalue()
     except ImportError:
         err.write("warning: no validation plot: matplotlib is not installed "

@@ -327,3 +327,34 @@ def read_trajectory_csv(path):
         raise ExcitationError(f"{path}: the times must increase, but sample {k + 1} has t = {data[k, 0]:g} "
                               f"after t = {data[k - 1, 0]:g}")
     return SampledTrajectory(names, data[:, 0], data[:, 1:1 + n], data[:, 1 + n:1 + 2 * n], data[:, 1 + 2 * n:])
+
+
+def scaled(excitation, scale=1.0, max_amplitude=None):
+    """``excitation`` with each joint's motion about its centre ``q0`` multiplied by ``scale``, and
+    further by what keeps its amplitude ``max |q_j - q0_j|`` within ``max_amplitude`` (rad or m):
+    every term of the series scales alike, so the result still starts and ends at rest and, being a
+    smaller motion, stays within the limits the design kept (velocities and accelerations scale too)."""
+    if not 0 < scale <= 1:
+        raise ExcitationError(f"--scale {scale:g}: give a fraction in (0, 1]")
+    if max_amplitude is not None and not max_amplitude > 0:
+        raise ExcitationError(f"--max-amplitude {max_amplitude:g}: give a positive number (rad or m)")
+    q, _, _ = excitation(np.linspace(0.0, excitation.period, LIMIT_SAMPLES))
+    amplitude = scale * np.abs(q - excitation.q0).max(axis=0)
+    factor = np.full(len(amplitude), float(scale))
+    if max_amplitude is not None:
+        factor *= np.minimum(1.0, max_amplitude / np.maximum(amplitude, 1e-300))
+    return FourierExcitation(excitation.joint_names, excitation.period, excitation.q0,
+                             excitation.a * factor[:, None], excitation.b * factor[:, None])
+
+
+def swept_box(model, excitation, frame=None, samples=500):
+    """``(frame, lower, upper)``: the axis-aligned box (root frame, m) the origin of ``frame`` sweeps
+    over one period; ``frame`` None: the link that sweeps the largest box (the tool, on an arm)."""
+    q, _, _ = excitation(np.linspace(0.0, excitation.period, samples))
+    frames = [frame] if frame else list(model.link_names)
+    boxes = {}
+    for name in frames:
+        points = rd.frame_pose(model, q, name)[..., :3, 3]
+        boxes[name] = (points.min(axis=0), points.max(axis=0))
+    name = max(boxes, key=lambda f: np.linalg.norm(boxes[f][1] - boxes[f][0]))
+    return (name, *boxes[name])

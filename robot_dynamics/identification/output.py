@@ -43,6 +43,13 @@ def check_file(path, option="--output"):
         raise OutputError(f"{option} {path}: cannot write there (permission denied)")
 
 
+def _usual_mode(directory=False):
+    """The mode a new file (or directory) gets from the user's umask (mkstemp and mkdtemp give 0600/0700)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return (0o777 if directory else 0o666) & ~umask
+
+
 def write_file(path, write, option="--output"):
     """``write(stream)`` into a temporary file beside ``path``, then moved onto ``path``."""
     path = Path(path)
@@ -51,6 +58,7 @@ def write_file(path, write, option="--output"):
     try:
         with os.fdopen(handle, "w", newline="") as stream:
             write(stream)
+        os.chmod(temporary, _usual_mode())
         os.replace(temporary, path)
     except OSError as error:
         raise OutputError(f"{option} {path}: cannot write ({error.strerror})") from None
@@ -76,6 +84,7 @@ def write_directory(path, files, option="--output"):
         for name, data in files.items():
             (staging / name).write_bytes(data)
         if not path.exists():
+            os.chmod(staging, _usual_mode(directory=True))
             os.replace(staging, path)
         else:
             for name in files:

@@ -187,27 +187,39 @@ def validation_lines(joint_names, validation):
     return lines
 
 
-def plot_validation(path, joint_names, validation):
-    """Measured vs predicted torques per joint (identified model and input URDF), one panel per joint,
-    as a PNG to ``path`` (a file name or a binary stream)."""
+def plot_validation(path, joint_names, validation, joint_types=None):
+    """:func:`validation_figure` as a PNG to ``path`` (a file name or a binary stream)."""
+    import matplotlib.pyplot as plt
+
+    figure = validation_figure(joint_names, validation, joint_types)
+    figure.savefig(path, dpi=100, format="png", bbox_inches="tight")
+    plt.close(figure)
+
+
+def validation_figure(joint_names, validation, joint_types=None):
+    """Measured vs predicted torques per joint (identified model and input URDF), one panel per joint.
+    Each panel's axis carries its unit (N m; N for a prismatic joint of ``joint_types``); the legends
+    stand beside the panels, hiding no peak."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     n = len(joint_names)
-    figure, axes = plt.subplots(n, 1, figsize=(9, 1.8 * n + 1), sharex=True, squeeze=False)
+    types = list(joint_types or ["revolute"] * n)
+    figure, axes = plt.subplots(n, 1, figsize=(12, 1.8 * n + 1), sharex=True, squeeze=False)
     t = validation.samples.t - validation.samples.t[0]
     for j, (ax, name) in enumerate(zip(axes[:, 0], joint_names)):
+        unit = "N" if types[j] == "prismatic" else "N m"
         ax.plot(t, validation.samples.tau[:, j], color="black", lw=1.2, label="measured")
         ax.plot(t, validation.identified[:, j], color="tab:blue", lw=1,
-                label=f"identified (RMS error {validation.rms_identified[j]:.3g})")
+                label=f"identified (RMS error {validation.rms_identified[j]:.3g} {unit})")
         ax.plot(t, validation.input[:, j], color="tab:red", lw=0.8, ls="--",
-                label=f"input URDF (RMS error {validation.rms_input[j]:.3g})")
-        ax.set_ylabel(name, fontsize=8)
-        ax.legend(fontsize=7, loc="upper right")
-    axes[-1, 0].set_xlabel("t [s]")
+                label=f"input URDF (RMS error {validation.rms_input[j]:.3g} {unit})")
+        ax.set_ylabel(f"{name}\n({unit})", fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    axes[-1, 0].set_xlabel("time (s)")
     figure.suptitle(f"joint torques on {validation.label}: measured and predicted")
     figure.tight_layout()
-    figure.savefig(path, dpi=100, format="png")
-    plt.close(figure)
+    return figure

@@ -122,62 +122,103 @@ def run(duration, approach_time, threshold):
     return Run(t, force, estimate, residual, collision, hold, model.joint_names, threshold)
 
 
+def impact(run: Run):
+    """``(touch, detection, peak)`` sample indices: the first contact, the collision declared (None if
+    never), and the largest true contact force of the first impact (before the reaction released the
+    wall, or within 0.2 s of the touch)."""
+    magnitude = np.linalg.norm(run.force, axis=1)
+    touch = int(np.argmax(magnitude > 0))
+    detection = int(np.argmax(run.collision)) if run.collision.any() else None
+    end = (detection if detection is not None else touch) + int(round(0.2 / STEP))
+    peak = touch + int(np.argmax(magnitude[touch:end + 1]))
+    return touch, detection, peak
+
+
 def summary_lines(run: Run):
-    touching = np.linalg.norm(run.force, axis=1) > 0
+    magnitude = np.linalg.norm(run.force, axis=1)
+    touching = magnitude > 0
     if not touching.any():
         return ["the tool never touched the wall"]
-    first = run.t[np.argmax(touching)]
+    touch, detection, peak = impact(run)
+    first = run.t[touch]
     lines = [f"tool touched the wall at t = {first:.3f} s"]
-    if run.collision.any():
-        k = int(np.argmax(run.collision))
-        lines.append(f"collision declared at t = {run.t[k]:.3f} s ({1e3 * (run.t[k] - first):.0f} ms after the touch), "
-                     f"true force {np.linalg.norm(run.force[k]):.2f} N, estimated {np.linalg.norm(run.estimate[k]):.2f} N; "
-                     f"joints beyond {run.threshold:g} N m: "
+    if detection is not None:
+        k = detection
+        lines.append(f"collision declared at t = {run.t[k]:.3f} s ({1e3 * (run.t[k] - first):.0f} ms after the touch); "
+                     f"at that instant the true force was {magnitude[k]:.2f} N, estimated "
+                     f"{np.linalg.norm(run.estimate[k]):.2f} N; joints beyond {run.threshold:g} N m: "
                      f"{', '.join(run.names[i] for i in np.flatnonzero(np.abs(run.residual[k]) > run.threshold))}")
-        lines.append("reaction: gravity hold from then on; force after 0.5 s: "
-                     f"{np.linalg.norm(run.force[min(k + 500, len(run.t) - 1)]):.2f} N")
     else:
         lines.append("no collision declared")
+    estimate_peak = np.linalg.norm(run.estimate[touch:peak + int(round(0.2 / STEP))], axis=1).max()
+    lines.append(f"impact peak: true force {magnitude[peak]:.2f} N at t = {run.t[peak]:.3f} s "
+                 f"({1e3 * (run.t[peak] - first):.0f} ms after the touch"
+                 + (f", {1e3 * (run.t[peak] - run.t[detection]):+.0f} ms from the detection" if detection is not None else "")
+                 + f"); the estimate peaked at {estimate_peak:.2f} N (the observer filters with 1/K_O = "
+                 f"{1e3 / GAIN:.0f} ms: a spike shorter than that is seen smaller)")
+    if detection is not None:
+        lines.append("reaction: gravity hold from the detection on; force after 0.5 s: "
+                     f"{magnitude[min(detection + 500, len(run.t) - 1)]:.2f} N")
     # how closely the estimate follows the truth while pressing (before the reaction, past one time constant)
     pressing = touching & ~run.holding & (run.t >= first + 1.0 / GAIN)
     if pressing.any():
         error = np.linalg.norm(run.estimate[pressing] - run.force[pressing], axis=1)
-        peak = np.linalg.norm(run.force[pressing], axis=1).max()
-        lines.append(f"while pressing ({pressing.sum()} samples, up to {peak:.2f} N): force estimate error RMS "
-                     f"{np.sqrt(np.mean(error ** 2)):.3f} N, largest {error.max():.3f} N (the observer lags by 1/K_O = "
-                     f"{1e3 / GAIN:.0f} ms)")
+        lines.append(f"while pressing ({pressing.sum()} samples, up to {magnitude[pressing].max():.2f} N): force "
+                     f"estimate error RMS {np.sqrt(np.mean(error ** 2)):.3f} N, largest {error.max():.3f} N (the observer "
+                     f"lags by 1/K_O = {1e3 / GAIN:.0f} ms)")
     free = ~touching & (run.t < first)
     lines.append(f"free motion before the touch: largest |external torque| {np.abs(run.residual[free]).max():.2e} N m")
     return lines
 
 
 def plot(path, run: Run):
+    """Left: the whole run; right: the impact, from 20 ms before the touch to 100 ms after the later
+    of the detection and the peak, with the touch, the detection and the peak force marked."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, (forces, torques, flags) = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
-    forces.plot(run.t, np.linalg.norm(run.force, axis=1), label="true contact force |f| (simulator)", linewidth=2)
-    forces.plot(run.t, np.linalg.norm(run.estimate, axis=1), "--", label="estimated |f| (momentum observer)")
-    forces.set_ylabel("force at the tool (N)")
-    forces.legend()
-    for i, name in enumerate(run.names):
-        torques.plot(run.t, run.residual[:, i], label=name, linewidth=0.9)
-    for sign in (1, -1):
-        torques.axhline(sign * run.threshold, color="k", linestyle=":", linewidth=0.8)
-    torques.set_ylabel("external torque r (N m)")
-    torques.legend(fontsize="small", ncol=4)
-    flags.step(run.t, np.linalg.norm(run.force, axis=1) > 0, where="post", label="touching")
-    flags.step(run.t, run.collision + 0.02, where="post", label="collision")
-    flags.step(run.t, run.holding - 0.02, where="post", label="gravity hold")
-    flags.set_xlabel("time (s)")
-    flags.set_yticks([0, 1], ["false", "true"])
-    flags.legend()
+    magnitude = np.linalg.norm(run.force, axis=1)
+    touching = magnitude > 0
+    figure, axes = plt.subplots(3, 2, figsize=(15, 9), sharex="col", gridspec_kw={"width_ratios": (1.4, 1)})
+    marks = impact(run) if touching.any() else None
+    for column, title in ((0, "whole run"), (1, "the impact (zoomed)")):
+        forces, torques, flags = axes[:, column]
+        forces.plot(run.t, magnitude, label="true contact force |f| (simulator)", linewidth=2)
+        forces.plot(run.t, np.linalg.norm(run.estimate, axis=1), "--", label="estimated |f| (momentum observer)")
+        forces.set_ylabel("force at the tool (N)")
+        forces.set_title(title)
+        for i, name in enumerate(run.names):
+            torques.plot(run.t, run.residual[:, i], label=name, linewidth=0.9)
+        for sign in (1, -1):
+            torques.axhline(sign * run.threshold, color="k", linestyle=":", linewidth=0.8,
+                            label=f"threshold ±{run.threshold:g} N m" if sign > 0 else None)
+        torques.set_ylabel("external torque r (N m)")
+        flags.step(run.t, touching, where="post", label="touching")
+        flags.step(run.t, run.collision + 0.02, where="post", label="collision")
+        flags.step(run.t, run.holding - 0.02, where="post", label="gravity hold")
+        flags.set_xlabel("time (s)")
+        flags.set_yticks([0, 1], ["false", "true"])
+        if marks is not None:
+            touch, detection, peak = marks
+            forces.plot(run.t[peak], magnitude[peak], "v", color="tab:red", markersize=9,
+                        label=f"peak {magnitude[peak]:.1f} N at {run.t[peak]:.3f} s")
+            if detection is not None:
+                for ax in (forces, torques, flags):
+                    ax.axvline(run.t[detection], color="tab:red", linewidth=1,
+                               label=f"collision declared {run.t[detection]:.3f} s "
+                                     f"(|f| = {magnitude[detection]:.1f} N)" if ax is forces else None)
+            if column == 1:
+                end = max(peak, detection if detection is not None else peak)
+                forces.set_xlim(run.t[touch] - 0.02, run.t[end] + 0.1)
+        forces.legend(fontsize="small", loc="upper right")
+        torques.legend(fontsize="x-small", ncol=3, loc="upper right")
+        flags.legend(fontsize="small", loc="center right")
     figure.suptitle("arm7_gripper driven into a wall: contact, its estimate, collision and the gravity hold")
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=100)
     plt.close(figure)
 
 

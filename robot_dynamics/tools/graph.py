@@ -16,6 +16,7 @@ Nothing here imports rclpy or launch.
 """
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,19 +36,29 @@ CIRCLE = {"cartesian.shape": "circle", "cartesian.size": 0.05, "cartesian.freque
 #: The trajectory of a robot other than the demo robot: every joint swings around its home pose.
 DEFAULT_MOTION = {"amplitude": [0.2], "frequency": [0.25], "phase": [0.0]}
 
+#: The simulator's start-up setting in the graph: a joint never commanded (or whose command went
+#: stale) is held where it is by its drive (``g(q)`` plus a critically damped return), so the arm
+#: never falls while the other nodes start, nor if the dynamics node stops. A simulator params file
+#: of the user's that sets ``on_command_timeout`` wins.
+START_UP = {"on_command_timeout": "hold_position"}
+
+#: ``/clock``: with ``use_sim_time`` the simulator publishes it and the other nodes follow it.
+CLOCK = "/clock"
+
 
 @dataclass(frozen=True)
 class NodeLaunch:
     """One node of a graph: ``package``'s ``executable`` named ``name``, with ``parameters``.
 
     ``parameters`` is a tuple of layers applied in order: a ``Path`` (a ROS 2 params file) or a
-    dict of parameter values.
+    dict of parameter values; ``remappings`` rename topics of the node (``-r from:=to``).
     """
 
     executable: str
     name: str
     parameters: tuple
     package: str = PACKAGE
+    remappings: tuple = ()  # (from, to) topic names, e.g. ("/clock", "/left/clock")
 
 
 def config_file(name):
@@ -113,7 +124,8 @@ def dynamics_graph(urdf_text, params_file=None, use_sim_time=False, robot_state_
 
 
 def simulation_graph(urdf_text, use_sim_time=False, command_source="computed", compensate_friction=True,
-                     simulator_params=None, dynamics_params=None, trajectory_params=None):
+                     simulator_params=None, dynamics_params=None, trajectory_params=None, clock_topic=CLOCK,
+                     extra_params=None, trajectory=True):
     """The graph of ``launch/simulation.launch.py``: the closed computed-torque loop.
 
     ``trajectory_publisher --desired_state--> dynamics_node --effort_command--> simulator_node
@@ -122,7 +134,12 @@ def simulation_graph(urdf_text, use_sim_time=False, command_source="computed", c
     space (:data:`TASK_SPACE`, :data:`CIRCLE`). The dynamics node sends ``command_source`` and, with
     ``compensate_friction``, models the URDF friction that the simulator applies (an exact model
     of the simulated robot). With ``use_sim_time`` the simulator publishes ``/clock`` and the
-    other two follow it.
+    other two follow it; another ``clock_topic`` (``/left/clock``) is a clock of this graph's
+    own, remapped in all three nodes, so that two simulators never both publish ``/clock``.
+    The simulator holds every joint until its first command (:data:`START_UP`). ``extra_params``
+    (a params file of the user's, its sections naming the nodes they set) is every node's last
+    layer; ``trajectory=False`` leaves the trajectory publisher out (``desired_state`` is then
+    the user's to publish).
 
     >>> from robot_dynamics import examples
     >>> [node.executable for node in simulation_graph(examples.TWO_LINK_URDF)]
@@ -136,6 +153,10 @@ def simulation_graph(urdf_text, use_sim_time=False, command_source="computed", c
         ("trajectory", trajectory_params, "trajectory_publisher.yaml"))}
     model = load_urdf(urdf_text)
     q0, start, home = robot_setup(model, files["simulator"])
+    start_up = START_UP if simulator_params is None or \
+        "on_command_timeout" not in config_values(simulator_params) else {}
+    remap = ((CLOCK, clock_topic),) if use_sim_time and clock_topic != CLOCK else ()
+    last = (Path(extra_params),) if extra_params else ()
     description = {"robot_description": urdf_text}
     clock = {"use_sim_time": bool(use_sim_time)}
     task, circle = {}, {}
@@ -144,12 +165,73 @@ def simulation_graph(urdf_text, use_sim_time=False, command_source="computed", c
         task = {**TASK_SPACE, "task_space.frame": frame, "task_space.posture": q0.tolist()}
         circle = {**CIRCLE, "cartesian.frame": frame, "home_joint_names": list(model.joint_names),
                   "home_positions": q0.tolist()}
-    return [
+    nodes = [
         NodeLaunch("simulator_node", "robot_dynamics_simulator", (
-            files["simulator"], {**description, **start, "use_sim_time": False, "publish_clock": bool(use_sim_time)})),
+            files["simulator"], {**description, **start, **start_up, "use_sim_time": False,
+                                 "publish_clock": bool(use_sim_time)}, *last), remappings=remap),
         NodeLaunch("dynamics_node", "robot_dynamics", (
             files["dynamics"], {**description, **clock, "command_source": command_source,
-                                "compensate_friction": bool(compensate_friction), **task})),
+                                "compensate_friction": bool(compensate_friction), **task}, *last), remappings=remap),
         NodeLaunch("trajectory_publisher", "trajectory_publisher", (
-            files["trajectory"], {**description, **home, **clock, **circle})),
+            files["trajectory"], {**description, **home, **clock, **circle}, *last), remappings=remap),
     ]
+    return nodes if trajectory else nodes[:2]
+
+
+def params_sections(path):
+    """The node names of a ROS 2 params file's ``ros__parameters`` sections (keys nested under
+    namespace keys joined by ``/``); ValueError if the file is no params file (a URDF, plain YAML)."""
+    import yaml
+
+    path = Path(path)
+    try:
+        tree = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"{str(path)!r} is not a ROS 2 params file: not YAML ({' '.join(str(exc).split())[:200]})") \
+            from None
+    sections = []
+
+    def walk(mapping, prefix):
+        for key, value in mapping.items():
+            if isinstance(value, dict):
+                name = f"{prefix}/{str(key).strip('/')}"
+                if "ros__parameters" in value:
+                    sections.append(name)
+                else:
+                    walk(value, name)
+
+    if isinstance(tree, dict):
+        walk(tree, "")
+    if not sections:
+        raise ValueError(f"{str(path)!r} is not a ROS 2 params file: it has no 'NODE: ros__parameters:' section")
+    return sections
+
+
+def section_applies(section, node):
+    """Whether a params-file section names the fully qualified ``node``: a fully qualified name whose
+    leading ``/`` may be left out, ``*`` standing for one name and ``**`` for any number of them.
+
+    >>> section_applies("/**", "/left/robot_dynamics"), section_applies("robot_dynamics", "/left/robot_dynamics")
+    (True, False)
+    """
+    pattern = re.escape("/" + section.lstrip("/")).replace(r"/\*\*", "(/[^/]+)*").replace(r"\*", "[^/]+")
+    return re.fullmatch(pattern, node) is not None
+
+
+def unused_layers(graph, namespace):
+    """``(params file, node, its sections)`` for each params file of a node none of whose sections
+    applies to that node (a misspelt node name would leave it on its defaults without a word)."""
+    found = []
+    for node in graph:
+        fully_qualified = fully_qualified_name(namespace, node.name)
+        for layer in node.parameters:
+            if isinstance(layer, Path):
+                sections = params_sections(layer)
+                if not any(section_applies(section, fully_qualified) for section in sections):
+                    found.append((layer, fully_qualified, sections))
+    return found
+
+
+def fully_qualified_name(namespace, name):
+    """``/ns/name`` (``/name`` without a namespace)."""
+    return "/".join(["", *filter(None, (namespace or "").split("/")), name])

@@ -7,7 +7,6 @@ the whole launch, since the other nodes of a loop cannot work without it.
 """
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
 from ..robots import PACKAGE, urdf_file
+from .graph import params_sections, unused_layers
 from .processes import LAUNCHER_PID, die_with_parent
 
 INTERRUPTED = 128 + signal.SIGINT  # the exit status of a process ended by a Ctrl-C (robot-dynamics compile's)
@@ -66,34 +66,6 @@ def params_file(context, name):
     return path
 
 
-def params_sections(path):
-    """The node names of a ROS 2 params file's ``ros__parameters`` sections (keys nested under
-    namespace keys joined by ``/``); ValueError if the file is no params file (a URDF, plain YAML)."""
-    import yaml
-
-    try:
-        tree = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ValueError(f"{str(path)!r} is not a ROS 2 params file: not YAML ({' '.join(str(exc).split())[:200]})") \
-            from None
-    sections = []
-
-    def walk(mapping, prefix):
-        for key, value in mapping.items():
-            if isinstance(value, dict):
-                name = f"{prefix}/{str(key).strip('/')}"
-                if "ros__parameters" in value:
-                    sections.append(name)
-                else:
-                    walk(value, name)
-
-    if isinstance(tree, dict):
-        walk(tree, "")
-    if not sections:
-        raise ValueError(f"{str(path)!r} is not a ROS 2 params file: it has no 'NODE: ros__parameters:' section")
-    return sections
-
-
 def require_package(package, because):
     """Refuse to start anything if ROS 2 package ``package`` is not installed."""
     from ament_index_python.packages import PackageNotFoundError, get_package_prefix
@@ -123,34 +95,23 @@ def compile_ahead(*parts):
 
 def launch_nodes(graph, namespace):
     """launch_ros ``Node`` actions for a graph; any node ending shuts the launch down.  A params file
-    none of whose sections applies to the node it configures is warned about (:func:`_section_applies`):
+    none of whose sections applies to the node it configures is warned about (:func:`~.graph.unused_layers`):
     a misspelt node name would leave the node on its defaults without a word."""
     import launch.logging
 
-    for node in graph:
-        fully_qualified = "/".join(["", *filter(None, namespace.split("/")), node.name])
-        for layer in node.parameters:
-            sections = params_sections(layer) if isinstance(layer, Path) else ["/**"]
-            if not any(_section_applies(section, fully_qualified) for section in sections):
-                launch.logging.get_logger("robot_dynamics").warning(
-                    f"params file {str(layer)!r}: none of its sections ({', '.join(sections)}) applies to the node "
-                    f"{fully_qualified}, which runs on its defaults for what the file sets (name it, or use /**)")
+    for layer, fully_qualified, sections in unused_layers(graph, namespace):
+        launch.logging.get_logger("robot_dynamics").warning(
+            f"params file {str(layer)!r}: none of its sections ({', '.join(sections)}) applies to the node "
+            f"{fully_qualified}, which runs on its defaults for what the file sets (name it, or use /**)")
     # our nodes end with this process however it ends, SIGKILL included (processes.end_with_launcher)
     launcher = {LAUNCHER_PID: str(os.getpid())}
     return [
         Node(package=node.package, executable=node.executable, name=node.name, namespace=namespace,
              output="screen", parameters=[_layer(layer) for layer in node.parameters],
-             additional_env=launcher if node.package == PACKAGE else None,
+             additional_env=launcher if node.package == PACKAGE else None, remappings=list(node.remappings),
              on_exit=Shutdown(reason=f"{node.name} ended"))
         for node in graph
     ]
-
-
-def _section_applies(section, node):
-    """Whether a params-file section names the fully qualified ``node``: a fully qualified name whose
-    leading ``/`` may be left out, ``*`` standing for one name and ``**`` for any number of them."""
-    pattern = re.escape("/" + section.lstrip("/")).replace(r"/\*\*", "(/[^/]+)*").replace(r"\*", "[^/]+")
-    return re.fullmatch(pattern, node) is not None
 
 
 def _layer(layer):

@@ -6,8 +6,8 @@ wiring as ``launch/*.launch.py``, where ``ros2 launch`` is not installed. Nothin
 - :func:`executable` finds a console script (``dynamics_node`` ...) of this package.
 - :func:`params_file` writes parameters into a ROS 2 params file (a ``-p`` on the command line
   breaks on long URDFs and on ``": "`` inside the XML).
-- :func:`ros_environment` is the environment of an isolated graph: localhost-only discovery and a
-  private ``ROS_DOMAIN_ID``.
+- :func:`choose_domain` is the ``ROS_DOMAIN_ID`` a command uses (the user's, or a private one when
+  asked), :func:`ros_environment` the environment of a graph on it.
 - :class:`NodeProcess` starts one node and stops it (SIGINT, then SIGTERM, then SIGKILL).
 - :func:`start_graph` starts a graph; :func:`stop_all` stops it.
 - :func:`die_with_parent`, :func:`end_with_launcher` and :func:`interrupt_on_sigterm`: no child
@@ -27,8 +27,13 @@ from pathlib import Path
 
 from ..robots import PACKAGE
 
-#: Fast DDS accepts domain ids 0-101 and 215-232; a random one in this range for private graphs.
+#: The domain ids ROS 2 accepts (the DDS port formula's UDP ports end at 232).
+DOMAINS = range(0, 233)
+#: A random one of these for a private (``--isolated``) graph: clear of the ephemeral ports everywhere.
 PRIVATE_DOMAINS = range(102 - 70, 102)
+#: RTPS well-known ports of domain d: PORT_BASE + DOMAIN_GAIN d + 0 .. 11 (discovery and user
+#: traffic of the first participant; DDSI-RTPS 9.6.1.1 defaults, as Fast DDS uses them).
+PORT_BASE, DOMAIN_GAIN, WELL_KNOWN_SPAN = 7400, 250, 12
 
 #: The package's node executables (console scripts) and their modules in ``robot_dynamics.nodes``.
 NODE_EXECUTABLES = ("dynamics_node", "simulator_node", "trajectory_publisher")
@@ -157,10 +162,73 @@ def params_file(parameters, path):
     return Path(path)
 
 
+def ephemeral_ports():
+    """This machine's ephemeral port range (Linux: ``/proc/sys/net/ipv4/ip_local_port_range``;
+    elsewhere the IANA range 49152-65535, which macOS and Windows use)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 49152, 65535
+
+
+def domain_warning(domain, ports=None):
+    """A warning for a domain id whose well-known ports fall in the OS's ephemeral port range (the
+    ROS 2 docs' "About Domain ID": on Linux 102-214), where another program's socket can take a
+    port the domain needs; None for a safe one."""
+    low, high = ports or ephemeral_ports()
+    first = PORT_BASE + DOMAIN_GAIN * domain
+    if first <= high and first + WELL_KNOWN_SPAN - 1 >= low:
+        safe = [d for d in DOMAINS if not (PORT_BASE + DOMAIN_GAIN * d <= high
+                                           and PORT_BASE + DOMAIN_GAIN * d + WELL_KNOWN_SPAN - 1 >= low)]
+        ranges = _ranges(safe)
+        return (f"ROS_DOMAIN_ID {domain}: its DDS ports ({first}-{first + WELL_KNOWN_SPAN - 1}) are in this machine's "
+                f"ephemeral port range {low}-{high}, where another program's connection can take one and stop "
+                f"discovery (the ROS 2 docs advise {ranges} here)")
+    return None
+
+
+def _ranges(values):
+    """'0-101 and 215-232' for the sorted integers ``values``."""
+    spans, start = [], None
+    for k, value in enumerate(values):
+        if start is None:
+            start = value
+        if k + 1 == len(values) or values[k + 1] != value + 1:
+            spans.append(f"{start}-{value}" if value != start else str(value))
+            start = None
+    return " and ".join(spans)
+
+
+def choose_domain(domain_id=None, isolated=False, environ=None):
+    """``(domain, where it comes from, warning or None)``: ``domain_id`` if given (``--domain-id``), a
+    random private one with ``isolated``, else the exported ``ROS_DOMAIN_ID``, else ROS 2's default 0.
+    ValueError for a domain ROS 2 does not accept (not an integer in 0-232)."""
+    environ = os.environ if environ is None else environ
+    if domain_id is not None and isolated:
+        raise ValueError("--domain-id and --isolated: give one of them")
+    if isolated:
+        return random.choice(PRIVATE_DOMAINS), "--isolated: a private domain", None
+    if domain_id is not None:
+        text, source = str(domain_id), "--domain-id"
+    elif environ.get("ROS_DOMAIN_ID", "").strip():
+        text, source = environ["ROS_DOMAIN_ID"].strip(), "the exported ROS_DOMAIN_ID"
+    else:
+        return 0, "ROS 2's default (ROS_DOMAIN_ID not set)", None
+    try:
+        domain = int(text)
+    except ValueError:
+        domain = -1
+    if domain not in DOMAINS:
+        raise ValueError(f"{source} {text!r}: ROS 2 accepts the integers 0-232")
+    return domain, source, domain_warning(domain)
+
+
 def ros_environment(domain_id=None, base=None):
-    """A copy of the environment for an isolated ROS 2 graph (localhost-only, private domain)."""
+    """A copy of the environment for a ROS 2 graph on ``domain_id`` (None: a random private one);
+    localhost-only discovery unless the environment sets ``ROS_AUTOMATIC_DISCOVERY_RANGE``."""
     env = dict(os.environ if base is None else base)
-    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     env.pop("ROS_LOCALHOST_ONLY", None)
     env["ROS_DOMAIN_ID"] = str(random.choice(PRIVATE_DOMAINS) if domain_id is None else domain_id)
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -168,8 +236,8 @@ def ros_environment(domain_id=None, base=None):
     return env
 
 
-def ros_args(params_files=(), namespace=None, node_name=None, parameters=None, log_level=None):
-    """``--ros-args`` for a node: params files (in order: later ones win), namespace, name."""
+def ros_args(params_files=(), namespace=None, node_name=None, parameters=None, log_level=None, remappings=()):
+    """``--ros-args`` for a node: params files (in order: later ones win), namespace, name, remappings."""
     args = ["--ros-args"]
     for file in params_files:
         args += ["--params-file", str(file)]
@@ -179,6 +247,8 @@ def ros_args(params_files=(), namespace=None, node_name=None, parameters=None, l
         args += ["-r", f"__ns:={namespace if namespace.startswith('/') else '/' + namespace}"]
     if node_name:
         args += ["-r", f"__node:={node_name}"]
+    for source, target in remappings:
+        args += ["-r", f"{source}:={target}"]
     if log_level:
         args += ["--log-level", log_level]
     return args
@@ -250,9 +320,35 @@ def start_graph(graph, env, log_dir, namespace=None):
         for node in graph:
             files = [layer if isinstance(layer, Path) else params_file(layer, log_dir / f"{node.name}_{k}.yaml")
                      for k, layer in enumerate(node.parameters)]
-            argv = executable(node.executable) + ros_args(files, namespace, node_name=node.name)
+            argv = executable(node.executable) + ros_args(files, namespace, node_name=node.name,
+                                                          remappings=node.remappings)
             processes.append(NodeProcess(node.executable, argv, env, log_dir / f"{node.executable}.log"))
     except BaseException:
         stop_all(processes)
         raise
     return processes
+
+
+def add_domain_arguments(parser):
+    """``--domain-id N`` and ``--isolated`` of every command that starts nodes (:func:`graph_environment`)."""
+    parser.add_argument("--domain-id", type=int, default=None, metavar="N",
+                        help="ROS_DOMAIN_ID of the graph, 0-232 (default: the exported ROS_DOMAIN_ID, else 0)")
+    parser.add_argument("--isolated", action="store_true",
+                        help="run on a random private ROS_DOMAIN_ID (32-101) instead of yours")
+
+
+def graph_environment(args, warn):
+    """``(environment, one line saying which domain and why)`` for the nodes and this process, from
+    :func:`add_domain_arguments`' options; ``warn`` gets the domain's warning, if any. ValueError
+    for a domain ROS 2 does not accept. This process's own environment is set to the same domain
+    and discovery range (its ROS node joins the graph)."""
+    domain, source, warning = choose_domain(args.domain_id, args.isolated)
+    if warning:
+        warn(warning)
+    env = ros_environment(domain)
+    for name in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE"):
+        os.environ[name] = env[name]
+    os.environ.pop("ROS_LOCALHOST_ONLY", None)
+    discovery = env["ROS_AUTOMATIC_DISCOVERY_RANGE"]
+    scope = "this machine only" if discovery == "LOCALHOST" else f"discovery range {discovery}"
+    return env, f"ROS_DOMAIN_ID={domain} ({source}; {scope})"

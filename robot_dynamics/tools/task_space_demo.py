@@ -16,7 +16,6 @@ desired pose received before it.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from dataclasses import replace
@@ -26,7 +25,7 @@ import numpy as np
 
 from . import graph
 from .demo import DEFAULT_OUTPUT as JOINT_DEMO_OUTPUT
-from .demo.analysis import DemoError
+from .demo.analysis import DemoError, latency_ms, starvation_lines, window_rate
 from .demo.closed_loop import Progress, closed_loop
 from .demo.recorder import Recorder
 
@@ -140,14 +139,12 @@ def run_task_space_demo(args, model, path, load_warnings=()):
     from . import processes
 
     frame = graph.TOOL_FRAMES.get(model.name, model.link_names[-1])
-    env = processes.ros_environment(args.domain_id)
+    env, domain = processes.graph_environment(args, lambda text: print(f"  warning: {text}", flush=True))
     print(f"robot_dynamics demo --task-space {args.task_space}: {model.name}, frame {frame}, a {args.radius:g} m "
-          f"circle at {args.frequency:g} Hz, ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, {args.duration:g} s", flush=True)
+          f"circle at {args.frequency:g} Hz, {args.duration:g} s", flush=True)
+    print(f"  {domain}", flush=True)
     for warning in load_warnings:
         print(f"  warning: {warning}")
-    os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
-    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    os.environ.pop("ROS_LOCALHOST_ONLY", None)
     workdir = Path(tempfile.mkdtemp(prefix="robot_dynamics_task_space_demo_"))
     log_dir = args.log_dir or workdir / "logs"
     recorder = _PoseRecorder(model)
@@ -165,6 +162,11 @@ def run_task_space_demo(args, model, path, load_warnings=()):
     t, _, _, position, rotation = errors
     rms = float(np.sqrt(np.mean(position ** 2)))
     print(f"  joint states {len(run.state)}, desired poses {len(run.desired)}, computed torques {len(run.torques)}")
+    state_rate, torque_rate, latency = window_rate(run.state, run), window_rate(run.torques, run), latency_ms(run)
+    print(f"  rates           joint_states {state_rate:.0f} Hz, computed_torques {torque_rate:.0f} Hz"
+          + (f"; latency p50 {latency[0]:.2f} ms, p99 {latency[1]:.2f} ms" if latency else ""))
+    for line in starvation_lines(state_rate, torque_rate, latency, "task space"):
+        print(line.replace("tracking errors below", "position and rotation errors below"))
     print(f"  position error  RMS {rms * 1e3:.3f} mm, max {position.max() * 1e3:.3f} mm")
     print(f"  rotation error  RMS {np.sqrt(np.mean(rotation ** 2)) * 1e3:.3f} mrad, max {rotation.max() * 1e3:.3f} mrad")
     print("  (each joint state's frame pose against the latest desired pose received before it: the topics' "

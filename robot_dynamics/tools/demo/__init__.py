@@ -2,7 +2,8 @@
 
 The demo starts the graph of ``launch/simulation.launch.py`` as subprocesses of the installed
 executables (``simulator_node``, ``dynamics_node``, ``trajectory_publisher``, each with its
-``config/*.yaml``), on a private ``ROS_DOMAIN_ID`` with localhost-only discovery:
+``config/*.yaml``), on your ``ROS_DOMAIN_ID`` (a private one with ``--isolated``) with localhost-only
+discovery unless ``ROS_AUTOMATIC_DISCOVERY_RANGE`` says otherwise:
 
     trajectory_publisher --desired_state--> dynamics_node --effort_command--> simulator_node
     simulator_node --joint_states--> dynamics_node
@@ -22,7 +23,6 @@ them, :mod:`.recorder` is the ROS side, :mod:`.closed_loop` one run. rclpy and m
 imported only when the demo runs.
 """
 
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -47,8 +47,7 @@ def add_arguments(parser):
                         help=f"where to write the plot (default {DEFAULT_OUTPUT})")
     parser.add_argument("--no-pd", action="store_true", help="skip the PD-only comparison run")
     parser.add_argument("--no-plot", action="store_true", help="do not write the PNG")
-    parser.add_argument("--domain-id", type=int, default=None, metavar="N",
-                        help="ROS_DOMAIN_ID of the demo graph (default: a random private one)")
+    processes.add_domain_arguments(parser)
     parser.add_argument("--log-dir", type=Path, default=None, metavar="DIR",
                         help="keep the nodes' logs in DIR (default: a temporary directory, removed)")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
@@ -65,8 +64,10 @@ def check_arguments(args):
     loads the robot and, on the first run after installing, compiles the nodes' kernels."""
     if not args.duration > 0:
         raise DemoError("--duration must be positive")
-    if args.domain_id is not None and not (0 <= args.domain_id <= 101 or 215 <= args.domain_id <= 232):
-        raise DemoError(f"--domain-id {args.domain_id}: Fast DDS accepts 0-101 and 215-232")
+    try:
+        processes.choose_domain(args.domain_id, args.isolated)
+    except ValueError as error:
+        raise DemoError(str(error)) from None
     if args.task_space and not (0 < args.radius <= 1.0 and 0 <= args.frequency <= 5.0):
         raise DemoError("--radius must be in (0, 1] m and --frequency in [0, 5] Hz")
     for module, extra in (("rclpy", "ros"), ("sensor_msgs", "ros"), ("trajectory_msgs", "ros"),
@@ -89,15 +90,11 @@ def run_demo(args, model, path, load_warnings=()):
 
     Raises :class:`DemoError` for a graph that does not run.
     """
-    env = processes.ros_environment(args.domain_id)
     print(f"robot_dynamics demo: {model.name} ({model.nv} coordinates) from {path}", flush=True)
-    print(f"  simulator + dynamics node + trajectory publisher, ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']} "
-          f"(localhost only), {args.duration:g} s per run", flush=True)
-
-    # this process (the recorder) joins the same private graph
-    os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
-    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    os.environ.pop("ROS_LOCALHOST_ONLY", None)
+    # this process (the recorder) joins the same graph
+    env, domain = processes.graph_environment(args, lambda text: print(f"  warning: {text}", flush=True))
+    print(f"  simulator + dynamics node + trajectory publisher, {args.duration:g} s per run", flush=True)
+    print(f"  {domain}", flush=True)
 
     workdir = Path(tempfile.mkdtemp(prefix="robot_dynamics_demo_"))
     log_dir = args.log_dir or workdir / "logs"
@@ -139,6 +136,7 @@ def run_demo(args, model, path, load_warnings=()):
               f"stiffness at the start pose, without the model)")
     if not args.no_plot:
         output = plot(metrics, list(model.joint_names), args.output,
-                      f"robot_dynamics demo: {model.name}, computed torque vs PD only ({args.duration:g} s each)")
+                      f"robot_dynamics demo: {model.name}, computed torque vs PD only ({args.duration:g} s each)",
+                      model.joint_types)
         print(f"  plot         {output.resolve()}")
     return 0

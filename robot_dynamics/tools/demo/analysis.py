@@ -9,6 +9,7 @@ import numpy as np
 from ...control import position_error
 
 STALL = 0.010  # s between two joint states (5 periods at 500 Hz): the simulator did not keep up
+STARVED = 0.9  # computed_torques below this fraction of the joint_states rate: the dynamics node fell behind
 
 
 class DemoError(Exception):
@@ -122,19 +123,9 @@ def analyse(run, revolute_mask=None, unit="rad", continuous=None):
     duration = run.end - run.start
 
     def rate(series):
-        r = np.asarray(series.received)
-        return float(((r >= run.start) & (r <= run.end)).sum() / duration) if len(r) else 0.0
+        return window_rate(series, run)
 
-    latency = ()
-    if len(run.torques):
-        arrival = {}
-        for t, s in zip(run.state.received, run.state.stamp):
-            arrival.setdefault(round(s, 9), t)
-        lags = [t - arrival[round(s, 9)] for t, s in zip(run.torques.received, run.torques.stamp)
-                if round(s, 9) in arrival and run.start <= t <= run.end]
-        if lags:
-            lags = np.asarray(lags) * 1e3
-            latency = (float(np.percentile(lags, 50)), float(np.percentile(lags, 99)), float(lags.max()))
+    latency = latency_ms(run)
     return Metrics(
         label=run.label, duration=duration,
         state_rate=rate(run.state), desired_rate=rate(run.desired), torque_rate=rate(run.torques),
@@ -148,6 +139,49 @@ def analyse(run, revolute_mask=None, unit="rad", continuous=None):
         stalls=int((np.diff(times) > STALL).sum()),
         unit=unit,
     )
+
+
+def latency_ms(run):
+    """(p50, p99, max) in ms from a joint state's arrival to that of the computed_torques stamped like
+    it, in the recording window; () without any."""
+    arrival = {}
+    for t, s in zip(run.state.received, run.state.stamp):
+        arrival.setdefault(round(s, 9), t)
+    lags = [t - arrival[round(s, 9)] for t, s in zip(run.torques.received, run.torques.stamp)
+            if round(s, 9) in arrival and run.start <= t <= run.end]
+    if not lags:
+        return ()
+    lags = np.asarray(lags) * 1e3
+    return float(np.percentile(lags, 50)), float(np.percentile(lags, 99)), float(lags.max())
+
+
+def window_rate(series, run):
+    """Messages per second of ``series`` received in ``run``'s recording window."""
+    r = np.asarray(series.received)
+    duration = run.end - run.start
+    return float(((r >= run.start) & (r <= run.end)).sum() / duration) if len(r) and duration > 0 else 0.0
+
+
+def starvation_lines(state_rate, torque_rate, latency_ms, label="the loop"):
+    """Summary lines saying whether the loop starved, and what that does to the figures: the
+    dynamics node answered fewer joint states than came (each command then acts for several
+    simulator periods), or its answers came later than one joint-state period (each command acts
+    on an older state). Empty for a loop that kept up."""
+    if state_rate <= 0:
+        return []
+    period_ms = 1e3 / state_rate
+    lines = []
+    if torque_rate < STARVED * state_rate:
+        lines.append(f"  STARVED      {label}: computed_torques {torque_rate:.0f} Hz for joint_states {state_rate:.0f} Hz: "
+                     f"the dynamics node answered {100 * torque_rate / state_rate:.0f} % of the states (no CPU for it)")
+    if latency_ms and latency_ms[0] > period_ms:
+        lines.append(f"  STARVED      {label}: latency p50 {latency_ms[0]:.2f} ms is beyond the {period_ms:.2f} ms period "
+                     f"of the joint states: each command acts on a state {latency_ms[0] / period_ms:.1f} periods old")
+    if lines:
+        lines.append("               so the latency above and the tracking errors below are those of a starved loop (a "
+                     "busy machine), larger than the README's, which were measured on a quiet one; rerun on a "
+                     "quieter machine to see the controller's own figures")
+    return lines
 
 
 def _diagnostic(run, suffix, key):
@@ -180,6 +214,7 @@ def summary_lines(model, path, ct, pd, runs, warnings_):
         lines.append(f"  latency      joint_states -> computed_torques, seen from a third process: "
                      f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {worst:.2f} ms"
                      + (f"; compute {float(compute):.0f} us per message" if compute not in (None, "-") else ""))
+    lines += starvation_lines(ct.state_rate, ct.torque_rate, ct.latency_ms, ct.label)
     which = "arm joints" if ct.unit == "rad" else "all joints"
     lines.append(f"  tracking     RMS error ({which}) computed torque: {ct.rms_total:.3e} {ct.unit} "
                  f"(max {ct.max_error:.3e} {ct.unit})")

@@ -76,7 +76,7 @@ def closed_loop(recorder, label, nodes_to_start, env, log_dir, duration, progres
                    for topic in ("/joint_states", "/desired_state")} if first else {}
         if any(count > 0 for count in foreign.values()):
             raise DemoError(f"another ROS 2 graph publishes on ROS_DOMAIN_ID {env['ROS_DOMAIN_ID']} "
-                            f"({', '.join(t for t, c in foreign.items() if c > 0)}): rerun with another --domain-id")
+                            f"({', '.join(t for t, c in foreign.items() if c > 0)}): rerun with --isolated or another --domain-id")
         if pd_gains is not None:
             with recorder.lock:
                 recorder.pd_gains = pd_gains

@@ -5,8 +5,25 @@ from pathlib import Path
 import numpy as np
 
 
-def plot(metrics, joint_names, path, title):
-    """PNG: desired vs actual positions (both runs), applied torques, tracking error (log scale)."""
+def unit_label(quantity, joint_names, joint_types, revolute, prismatic):
+    """An axis label with the units of the joints plotted: ``position (rad)`` for revolute joints
+    only, ``position (m)`` for prismatic ones only, and both, naming the prismatic joints, for a mix.
+
+    >>> unit_label("position", ["j1", "finger"], ["revolute", "prismatic"], "rad", "m")
+    'position (rad; finger: m)'
+    """
+    linear = [name for name, kind in zip(joint_names, joint_types) if kind == "prismatic"]
+    if not linear:
+        return f"{quantity} ({revolute})"
+    if len(linear) == len(joint_names):
+        return f"{quantity} ({prismatic})"
+    return f"{quantity} ({revolute}; {', '.join(linear)}: {prismatic})"
+
+
+def plot(metrics, joint_names, path, title, joint_types=None):
+    """PNG: desired vs actual positions (both runs), applied torques, tracking error (log scale).
+    ``joint_types`` (default: all revolute) give the axes their units."""
+    joint_types = list(joint_types or ["revolute"] * len(joint_names))
     import matplotlib
 
     matplotlib.use("Agg")
@@ -25,7 +42,7 @@ def plot(metrics, joint_names, path, title):
             ax.plot(m.times, m.q[:, j], color=colors[j % 10], lw=1.3)
         ax.set_title(f"{m.label}: joint positions, actual (thin) and desired (wide, light)")
         ax.set_xlabel("time (s)")
-        ax.set_ylabel("position (rad; gripper: m)")
+        ax.set_ylabel(unit_label("position", joint_names, joint_types, "rad", "m"))
         ax.grid(alpha=0.3)
 
     positions(axes[0, 0], ct)
@@ -43,7 +60,7 @@ def plot(metrics, joint_names, path, title):
         ax.plot(ct.times, ct.effort[:, j], color=colors[j % 10], lw=1.2)
     ax.set_title(f"{ct.label}: applied joint torques (joint_states.effort)")
     ax.set_xlabel("time (s)")
-    ax.set_ylabel("torque (N m; gripper: N)")
+    ax.set_ylabel(unit_label("torque", joint_names, joint_types, "N m", "N"))
     ax.grid(alpha=0.3)
 
     ax = axes[1, 1]

@@ -1,0 +1,266 @@
+"""``robot-dynamics sim``: the simulation graph as plain processes, until Ctrl-C.
+
+The command runs in a subprocess on this test worker's ROS domain (conftest.py exports it, and
+``sim`` honours an exported ROS_DOMAIN_ID); a probe node in this process watches the topics from
+before the first node starts. Checked: the computed-torque loop closes (computed_torques answer
+joint_states stamp for stamp), the arm stays at the start pose (graph.robot_setup's q0) until the
+first desired_state, the clock never goes backwards, Ctrl-C ends the command with status 0 and
+every node it started is gone. Two graphs side by side: their topics apart, each on its own clock.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="sim needs ROS 2 (pip install .[ros])")
+
+from rosgraph_msgs.msg import Clock  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
+
+import robot_dynamics as rd  # noqa: E402
+from robot_dynamics.tools import graph, processes  # noqa: E402
+
+from robot_files import erd_path  # noqa: E402
+from ros_helpers import RosHarness, wait_until  # noqa: E402
+
+pytestmark = pytest.mark.realtime  # three nodes per graph at 500-1000 Hz: alone, not beside other workers
+UP_TIMEOUT = 90.0  # s: the command's own limit is 45 s per node; the test waits for its report line
+
+
+def _sim_command():
+    script = Path(sys.executable).with_name("robot-dynamics")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "robot_dynamics.cli"]
+
+
+def _sim(*args, log_dir):
+    """``robot-dynamics sim ARGS`` in its own session; its output lines gathered by a thread."""
+    process = subprocess.Popen([*_sim_command(), "sim", *args, "--log-dir", str(log_dir)], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    process.lines = []
+    threading.Thread(target=lambda: process.lines.extend(iter(process.stdout.readline, "")), daemon=True).start()
+    return process
+
+
+def _read_until(process, pattern, timeout=UP_TIMEOUT):
+    """The command's output up to the first line matching ``pattern``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lines = list(process.lines)
+        for k, line in enumerate(lines):
+            if re.search(pattern, line):
+                return "".join(lines[:k + 1])
+        if process.poll() is not None:
+            time.sleep(0.5)
+            break
+        time.sleep(0.05)
+    raise AssertionError(f"no line matching {pattern!r}; output:\n" + "".join(process.lines))
+
+
+def _interrupt(process, output):
+    """Ctrl-C; the rest of the output; every node pid the command printed is gone."""
+    pids = [int(pid) for pid in re.findall(r"\(pid (\d+)\)", output)]
+    process.send_signal(signal.SIGINT)
+    process.wait(30)
+    time.sleep(0.2)
+    rest = "".join(process.lines)
+    assert process.returncode == 0, rest
+    assert len(pids) >= 2 and all(not _alive(pid) for pid in pids), (pids, output + rest)
+    return rest
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").is_file() and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def _stop(process):
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)
+
+
+def _positions(msg, names):
+    index = {name: i for i, name in enumerate(msg.name)}
+    return np.array([msg.position[index[name]] for name in names])
+
+
+def _check_graph(probe, model, q0, namespace=""):
+    """The loop closed (50 computed_torques stamped as joint states) and the start pose held."""
+    prefix = f"/{namespace}" if namespace else ""
+    states, desired, torques = probe
+    wait_until(lambda: len(desired.messages) > 0, 30, f"{prefix}/desired_state")
+    first_desired = desired.times[0]
+    held = [_positions(m, model.joint_names) for m, t in zip(states.messages, states.times) if t < first_desired]
+    assert len(held) > 100, f"{prefix}: {len(held)} joint states before the first desired_state"
+    error = np.max(np.abs(np.array(held) - q0))
+    print(f"{prefix or '/'}: start pose held within {error:.2e} rad over {len(held)} joint states")
+    assert error < 1e-3
+    wait_until(lambda: len(torques.messages) > 200, 30, f"{prefix}/computed_torques")
+    stamps = {(m.header.stamp.sec, m.header.stamp.nanosec) for m in list(states.messages)}
+    answered = [m for m in list(torques.messages) if (m.header.stamp.sec, m.header.stamp.nanosec) in stamps]
+    assert len(answered) >= 50, f"{len(answered)} of {len(torques.messages)} computed_torques answer a joint state"
+
+
+def _probe(harness, namespace=""):
+    prefix = f"/{namespace}" if namespace else ""
+    return (harness.collect(JointState, f"{prefix}/joint_states"), harness.collect(JointTrajectory, f"{prefix}/desired_state"),
+            harness.collect(JointState, f"{prefix}/computed_torques"))
+
+
+@pytest.fixture
+def harness():
+    ros = RosHarness(f"sim_probe_{uuid.uuid4().hex[:6]}")
+    yield ros
+    ros.close()
+
+
+def test_sim_closes_the_loop_holds_the_start_pose_and_leaves_nothing_after_ctrl_c(harness, tmp_path):
+    """The issue's goal on a robot of example-robot-data (UR5), on the exported ROS_DOMAIN_ID."""
+    urdf = erd_path("ur5")
+    model = rd.load_urdf(urdf)
+    q0, _, _ = graph.robot_setup(model)
+    probe = _probe(harness)
+    started = time.monotonic()
+    process = _sim("--robot", urdf, log_dir=tmp_path / "logs")
+    try:
+        output = _read_until(process, r"^running")
+        print(output)
+        print(f"loop up after {time.monotonic() - started:.1f} s")
+        assert f"ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']} (the exported ROS_DOMAIN_ID" in output
+        said = float(re.search(r"start pose +held within ([\d.e+-]+) rad", output).group(1))
+        assert said < 1e-3
+        _check_graph(probe, model, q0)
+        _interrupt(process, output)
+    finally:
+        _stop(process)
+
+
+def test_sim_without_trajectory_in_a_namespace_holds_the_arm(harness, tmp_path):
+    """``sim --robot my_robot.urdf --namespace arm --no-trajectory`` (docs): nothing publishes
+    /arm/desired_state, the arm stays at its start pose; a desired_state of the user's then moves it
+    there under the computed-torque law."""
+    model = rd.load_urdf("planar_2r")
+    q0, _, _ = graph.robot_setup(model)
+    states = harness.collect(JointState, "/arm/joint_states")
+    torques = harness.collect(JointState, "/arm/computed_torques")
+    process = _sim("--robot", "planar_2r", "--namespace", "arm", "--no-trajectory", log_dir=tmp_path / "logs")
+    try:
+        output = _read_until(process, r"^running")
+        assert "/arm/desired_state (you -> dynamics node)" in output and "trajectory_publisher" not in output
+        time.sleep(2.0)
+        assert harness.node.count_publishers("/arm/desired_state") == 0
+        held = np.array([_positions(m, model.joint_names) for m in list(states.messages)])
+        assert len(held) > 500 and np.abs(held - q0).max() < 1e-6, np.abs(held - q0).max()
+        target = q0 + np.array([0.2, -0.1])
+        desired = harness.publisher(JointTrajectory, "/arm/desired_state")
+        from trajectory_msgs.msg import JointTrajectoryPoint
+
+        def publish():
+            desired.publish(JointTrajectory(joint_names=list(model.joint_names), points=[JointTrajectoryPoint(
+                positions=target.tolist(), velocities=[0.0, 0.0], accelerations=[0.0, 0.0])]))
+
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            publish()
+            time.sleep(0.01)
+            if len(torques.messages) > 200:
+                break
+        for _ in range(300):  # 3 s more: kp 100, kd 20 settle within about 1 s
+            publish()
+            time.sleep(0.01)
+        reached = _positions(states.messages[-1], model.joint_names)
+        assert np.abs(reached - target).max() < 5e-3, reached
+        _interrupt(process, output)
+    finally:
+        _stop(process)
+
+
+def test_two_arms_side_by_side_each_on_its_own_clock(harness, tmp_path):
+    """``sim --sim-time --namespace left --robot UR5`` and ``... --namespace right --robot
+    arm7_gripper``: both loops close; no clock goes backwards; /clock has no second owner (none
+    here: each namespaced graph publishes /NS/clock); a third graph that would publish /left/clock
+    again is refused before it starts anything."""
+    arms = {"left": erd_path("ur5"), "right": "arm7_gripper"}
+    probes, clocks, running = {}, {}, []
+    for namespace in arms:
+        probes[namespace] = _probe(harness, namespace)
+        clocks[namespace] = harness.collect(Clock, f"/{namespace}/clock", 10)
+    global_clock = harness.collect(Clock, "/clock", 10)
+    try:
+        outputs = {}
+        for namespace, robot in arms.items():
+            running.append(_sim("--sim-time", "--namespace", namespace, "--robot", robot,
+                                log_dir=tmp_path / namespace))
+        for (namespace, robot), process in zip(arms.items(), running):
+            outputs[namespace] = _read_until(process, r"^running")
+            assert f"/{namespace}/clock (simulated time" in outputs[namespace]
+        for namespace, robot in arms.items():
+            model = rd.load_urdf(rd.robots.urdf_file(robot))
+            q0, _, _ = graph.robot_setup(model)
+            _check_graph(probes[namespace], model, q0, namespace)
+        # a second graph in the left namespace is refused, naming the problem, and starts nothing
+        refused = subprocess.run([*_sim_command(), "sim", "--sim-time", "--namespace", "left", "--robot", "planar_2r"],
+                                 capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 1 and "already publishes /left/clock" in refused.stderr, refused.stderr
+        for namespace, process in zip(arms, running):
+            _interrupt(process, outputs[namespace])
+    finally:
+        for process in running:
+            _stop(process)
+    for namespace, clock in clocks.items():
+        t = np.array([m.clock.sec + m.clock.nanosec * 1e-9 for m in clock.messages])
+        assert len(t) > 100 and np.all(np.diff(t) >= 0), f"/{namespace}/clock went backwards"
+    assert global_clock.messages == []
+
+
+@pytest.mark.parametrize("domain, warned", [(171, True), (0, False), (101, False), (215, False), (232, False)])
+def test_every_domain_ros_accepts_is_accepted_and_the_ephemeral_ones_warned_about(domain, warned):
+    chosen, source, warning = processes.choose_domain(environ={"ROS_DOMAIN_ID": str(domain)})
+    assert (chosen, source) == (domain, "the exported ROS_DOMAIN_ID")
+    assert (warning is not None) == warned
+    assert processes.domain_warning(171, (32768, 60999)).endswith("the ROS 2 docs advise 0-101 and 215-232 here)")
+
+
+@pytest.mark.parametrize("value", ["233", "-1", "abc"])
+def test_a_domain_ros_refuses_is_refused_naming_it(value):
+    with pytest.raises(ValueError, match=f"ROS_DOMAIN_ID '{value}': ROS 2 accepts the integers 0-232"):
+        processes.choose_domain(environ={"ROS_DOMAIN_ID": value})
+
+
+def test_the_domain_is_the_users_unless_isolated_is_asked_for():
+    assert processes.choose_domain(environ={})[:2] == (0, "ROS 2's default (ROS_DOMAIN_ID not set)")
+    assert processes.choose_domain(7, environ={"ROS_DOMAIN_ID": "9"})[:2] == (7, "--domain-id")
+    domain, source, _ = processes.choose_domain(isolated=True, environ={"ROS_DOMAIN_ID": "9"})
+    assert domain in processes.PRIVATE_DOMAINS and source.startswith("--isolated")
+    with pytest.raises(ValueError, match="give one of them"):
+        processes.choose_domain(3, isolated=True)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--namespace", "1left"], "--namespace '1left': ROS 2 names are letters"),
+    (["--params", "{missing}"], "--params: no such file"),
+    (["--params", "{wrong}"], "none of its sections names a node of the graph (/left/robot_dynamics_simulator"),
+    (["--global-clock"], "--global-clock needs --sim-time"),
+    (["--domain-id", "233"], "--domain-id '233': ROS 2 accepts the integers 0-232"),
+])
+def test_sim_refuses_a_bad_argument_in_one_line_and_starts_nothing(tmp_path, args, message):
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text("/right/robot_dynamics:\n  ros__parameters:\n    kp: [50.0]\n")
+    args = [arg.format(missing=tmp_path / "none.yaml", wrong=wrong) for arg in args]
+    done = subprocess.run([*_sim_command(), "sim", "--robot", "planar_2r", "--namespace", "left", *args],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and message in done.stderr, done.stderr
+    assert "up after" not in done.stdout and len(done.stderr.strip().splitlines()) == 1
