@@ -16,13 +16,13 @@ a trajectory of 10 000 states run the same code.  Mimic joints follow their coor
 import numpy as np
 
 from .batches import as_states, matching, unbatch
-from .jit import njit
+from .jit import inline, njit
 from .kernels import (
     POSE_COLUMNS, add_joint_pair, check_motion, composite_rigid_body, finite, forward_state, inertia, joint_poses,
-    newton_euler, pose, store, workspace, world_poses, world_twist,
+    newton_euler, pose, store, vec, workspace, world_poses, world_twist,
 )
 from .model import MASS, PARENT
-from .spatial import force_cross_matrix, inertia_to_parent, motion_cross, spatial_inertia_matrix
+from .spatial import add, cross, inertia_times, inertia_to_parent, motion_cross
 from .wrenches import external_torques
 
 # An absent qd/qdd for gravity: a global array is a compile-time constant to numba, so gravity's
@@ -199,14 +199,16 @@ def _coriolis(topology, bodies, q, qd):
     ``C_ji = S_j^T (I^C_i Sdot_i + B^C_i S_i)`` and ``C_ij = S_i^T (I^C_i Sdot_j + B^C_i S_j)`` for
     ``j`` an ancestor of ``i``, where ``S_j`` is joint ``j``'s world screw and ``Sdot_j = V_j x S_j``.
     The world twists need no Newton-Euler sweep: ``V_i = V_parent + S_i qd_i`` (``V_i = J_i qd``,
-    Lynch & Park eq. 5.11).  The pairs are computed on the joints and reach the coordinates once,
-    ``C = E^T C_joints E``.
+    Lynch & Park eq. 5.11).  Recursive, one sweep out and one back (Featherstone's composite bodies):
+    ``I^C_i`` is kept as its ten parameters about the world origin, ``B^C_i = sum (V_k x*) I_k`` over
+    the subtree as a 6x6 array; nothing is allocated per state.  The pairs are computed on the joints
+    and reach the coordinates once, ``C = E^T C_joints E``.
     """
     count, n = q.shape
     nb = topology.shape[0]
     poses, world, twists = np.empty((nb, POSE_COLUMNS)), np.empty((nb, POSE_COLUMNS)), np.empty((nb, 6))
     screws, screw_rates = np.empty((nb, 6)), np.empty((nb, 6))
-    composite, composite_b = np.empty((nb, 6, 6)), np.empty((nb, 6, 6))
+    composite, composite_b = np.empty((nb, 10)), np.empty((nb, 6, 6))
     C_joints = np.empty((nb, nb))
     C = np.zeros((count, n, n))
     for k in range(count):
@@ -219,35 +221,77 @@ def _coriolis(topology, bodies, q, qd):
         for i in range(nb):
             R, p = pose(world, i)
             (w, u), (omega, v) = world_twist(topology, bodies, world, qd, k, i, twists)  # S_i, V_i
-            rate_w, rate_u = motion_cross(omega, v, w, u)  # Sdot_i = V_i x S_i
             store(screws, i, 0, w)
             store(screws, i, 3, u)
+            rate_w, rate_u = motion_cross(omega, v, w, u)  # Sdot_i = V_i x S_i
             store(screw_rates, i, 0, rate_w)
             store(screw_rates, i, 3, rate_u)
             mass, mc, Ibar = inertia(bodies, i, MASS)
-            mc, Ibar = inertia_to_parent(mass, mc, Ibar, R, p)
-            I = spatial_inertia_matrix(mass, mc, Ibar)
-            B = force_cross_matrix(omega, v) @ I
-            for r in range(6):  # element by element: a slice copy would compile numba's shape-mismatch message (~2 s)
-                for c in range(6):
-                    composite[i, r, c], composite_b[i, r, c] = I[r, c], B[r, c]
+            mc, Ibar = inertia_to_parent(mass, mc, Ibar, R, p)  # about the world origin
+            composite[i, 0] = mass
+            store(composite, i, 1, mc)
+            for c in range(6):
+                composite[i, 4 + c] = Ibar[c]
+            _store_force_cross_inertia(omega, v, mass, mc, Ibar, composite_b[i])
         for i in range(nb - 1, -1, -1):
             parent = topology[i, PARENT]
-            if parent >= 0:  # added through views: `composite[parent] += ...` is a slice copy too
-                I_parent, B_parent = composite[parent], composite_b[parent]
-                I_parent += composite[i]
-                B_parent += composite_b[i]
+            if parent >= 0:
+                for c in range(10):
+                    composite[parent, c] += composite[i, c]
+                for r in range(6):
+                    for c in range(6):
+                        composite_b[parent, r, c] += composite_b[i, r, c]
         for i in range(nb):
-            column_i = composite[i] @ screw_rates[i] + composite_b[i] @ screws[i]
-            j = i
+            mass, mc, Ibar = inertia(composite, i, 0)
+            B = composite_b[i]
+            column_i = _inertia_rate_term(mass, mc, Ibar, B, screws, screw_rates, i)
+            C_joints[i, i] = _dot6(screws, i, column_i)
+            j = topology[i, PARENT]
             while j >= 0:
-                C_joints[j, i] = np.dot(screws[j], column_i)
-                if j != i:
-                    row_i = composite[i] @ screw_rates[j] + composite_b[i] @ screws[j]
-                    C_joints[i, j] = np.dot(screws[i], row_i)
+                C_joints[j, i] = _dot6(screws, j, column_i)
+                C_joints[i, j] = _dot6(screws, i, _inertia_rate_term(mass, mc, Ibar, B, screws, screw_rates, j))
                 j = topology[j, PARENT]
         _pairs_to_coordinates(topology, bodies, C_joints, C[k])
     return C
+
+
+@njit
+def _store_force_cross_inertia(omega, v, mass, mc, Ibar, B):
+    """``B = (V x*) I``, column by column: ``V x* (I e_c)`` (Lynch & Park eq. 8.42's ``-ad_V^T``)."""
+    for c in range(6):
+        e_w = (1.0 if c == 0 else 0.0, 1.0 if c == 1 else 0.0, 1.0 if c == 2 else 0.0)
+        e_u = (1.0 if c == 3 else 0.0, 1.0 if c == 4 else 0.0, 1.0 if c == 5 else 0.0)
+        n, f = inertia_times(mass, mc, Ibar, e_w, e_u)
+        n, f = add(cross(omega, n), cross(v, f)), cross(omega, f)
+        for r in range(3):
+            B[r, c] = n[r]
+            B[3 + r, c] = f[r]
+
+
+@inline
+def _inertia_rate_term(mass, mc, Ibar, B, screws, screw_rates, j):
+    """``I^C Sdot_j + B^C S_j`` as one 6-tuple (angular, then linear)."""
+    n, f = inertia_times(mass, mc, Ibar, vec(screw_rates, j, 0), vec(screw_rates, j, 3))
+    return (
+        n[0] + _row_times(B, 0, screws, j), n[1] + _row_times(B, 1, screws, j), n[2] + _row_times(B, 2, screws, j),
+        f[0] + _row_times(B, 3, screws, j), f[1] + _row_times(B, 4, screws, j), f[2] + _row_times(B, 5, screws, j),
+    )
+
+
+@inline
+def _row_times(B, r, rows, j):
+    """Row ``r`` of ``B`` times row ``j`` of ``rows`` (a 6-vector)."""
+    value = 0.0
+    for c in range(6):
+        value += B[r, c] * rows[j, c]
+    return value
+
+
+@inline
+def _dot6(rows, j, x):
+    """Row ``j`` of ``rows`` (a 6-vector) dotted with the 6-tuple ``x``."""
+    return (rows[j, 0] * x[0] + rows[j, 1] * x[1] + rows[j, 2] * x[2]
+            + rows[j, 3] * x[3] + rows[j, 4] * x[4] + rows[j, 5] * x[5])
 
 
 @njit

@@ -206,19 +206,3 @@ def spatial_inertia_matrix(mass, mc, Ibar):
             I[r, 3 + c] = skew[r][c]
             I[3 + c, r] = skew[r][c]
     return I
-
-
-@njit
-def force_cross_matrix(omega, v):
-    """The matrix of ``V x*`` (``-ad_V^T``, Lynch & Park eq. 8.42): ``[[w], [v]], [0, [w]]]``."""
-    X = np.zeros((6, 6))
-    for block, u in ((0, omega), (3, v)):
-        skew = ((0.0, -u[2], u[1]), (u[2], 0.0, -u[0]), (-u[1], u[0], 0.0))
-        for r in range(3):
-            for c in range(3):
-                if block == 0:
-                    X[r, c] = skew[r][c]
-                    X[3 + r, 3 + c] = skew[r][c]
-                else:
-                    X[r, 3 + c] = skew[r][c]
-    return X

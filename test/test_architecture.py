@@ -160,12 +160,18 @@ def test_importing_the_package_loads_none_of_its_modules_nor_numba():
     assert done.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("name", ["load_urdf", "gravity_torques", "inertia_bounds", "elastic_energy", "examples"])
-def test_the_public_names_load_on_first_use(name):
+@pytest.mark.parametrize("name, module", [("load_urdf", "urdf"), ("gravity_torques", "dynamics"),
+                                          ("inertia_bounds", "formulations"), ("elastic_energy", "elastic"),
+                                          ("examples", "examples")])
+def test_the_public_names_load_on_first_use(name, module):
+    """Each public name is, on first use, the very object its module defines (nothing stands in for it)."""
+    import importlib
+
     import robot_dynamics as rd
 
     assert name in rd.__all__ and name in dir(rd)
-    assert getattr(rd, name) is not None
+    source = importlib.import_module(f"robot_dynamics.{module}")
+    assert getattr(rd, name) is (source if module == name else getattr(source, name))
     with pytest.raises(AttributeError, match="no_such_name"):
         rd.no_such_name  # noqa: B018
 

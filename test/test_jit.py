@@ -50,15 +50,27 @@ def test_a_change_to_an_inlined_module_is_compiled_into_its_callers(tmp_path):
 
 
 def test_every_kernel_is_declared_through_jit_in_a_module_of_the_key():
-    """No module calls numba.njit itself (its kernel would be cached where numba checks only its own
-    file), and every module that declares kernels is one whose source keys the cache."""
+    """Every numba kernel of the package, found by importing each module, is one of jit.KERNELS (declared
+    through jit.njit/jit.inline, so cached in the directory keyed by the sources), and is defined in a
+    module whose source is part of that key (numba alone would check only the kernel's own file)."""
+    import importlib
+    import inspect
+
+    from numba.core.registry import CPUDispatcher
+
     package = Path(rd.__file__).parent
-    direct = [path.name for path in package.rglob("*.py") if path.name != "jit.py" and "numba.njit" in path.read_text()]
-    assert direct == []
-    declaring = {path for path in package.rglob("*.py") if "from .jit import" in path.read_text()}
-    assert declaring and declaring <= set(jit.compiled_sources())
-    assert {"kernels.py", "spatial.py", "model.py", "dynamics.py"} <= {path.name for path in jit.compiled_sources()}
-    assert not [path for path in jit.compiled_sources() if path.relative_to(package).parts[0] in jit.ADAPTERS]
+    kernels = {}
+    for path in jit.compiled_sources():
+        module = importlib.import_module("robot_dynamics." + ".".join(path.relative_to(package).with_suffix("").parts))
+        for name, value in vars(module).items():
+            if isinstance(value, CPUDispatcher) and value.py_func.__module__ == module.__name__:
+                kernels[f"{module.__name__}.{name}"] = value
+    declared = {id(kernel) for kernel in jit.KERNELS}
+    assert {"robot_dynamics.kernels.newton_euler", "robot_dynamics.dynamics._coriolis"} <= set(kernels)
+    assert [name for name, kernel in kernels.items() if id(kernel) not in declared] == []
+    sources = set(jit.compiled_sources())
+    assert [k for k in jit.KERNELS if Path(inspect.getsourcefile(k.py_func)) not in sources] == []
+    assert not [path for path in sources if path.relative_to(package).parts[0] in jit.ADAPTERS]
 
 
 def test_kernels_are_cached_in_the_directory_of_these_sources_and_numbas_setting_is_left_as_it_was():

@@ -7,8 +7,9 @@ computes only the command), take the same JointState messages (position, velocit
 their ``joint_states`` callback, called directly: the CPU of the callback, outputs published included,
 without the executor's and DDS's share (which the observer does not change).  The two are timed in
 alternation, many rounds, and the medians compared: the difference is what the observer costs.
-Also the observer alone (``MomentumObserver.update``) and ``rd.coriolis_matrix`` as an anchor: on a
-busy machine the difference is also given scaled to the anchor's figure on the idle reference machine.
+Also the observer alone (``MomentumObserver.update``) and Pinocchio's ``computeCoriolisMatrix`` as an
+anchor (a test extra): on a busy machine the difference is also given scaled to the anchor's figure on
+the idle reference machine.
 
 Goal (issue 25): <= 15 us per message.
 
@@ -30,9 +31,9 @@ from robot_dynamics.tools.benchmarks.robots import panda7_urdf
 
 Q = np.array([0.1, -0.4, 0.2, -2.0, 0.3, 1.8, 0.6])
 GOAL_US = 15.0
-ANCHOR_IDLE_US = 11.72
-"""``rd.coriolis_matrix`` of Panda-7 on the idle reference machine (docs/benchmarks.md, core table): a busy
-machine's figures are scaled by it."""
+ANCHOR_IDLE_US = 1.74
+"""Pinocchio's ``computeCoriolisMatrix`` of Panda-7 on the idle reference machine (docs/benchmarks.md, core
+table): a busy machine's figures are scaled by it."""
 
 
 def _nodes(urdf):
@@ -78,10 +79,13 @@ def _callback_us(node, messages):
 
 
 def measure(messages_per_round, rounds):
+    import pinocchio as pin
     import rclpy
 
     urdf = panda7_urdf()
     model = rd.load_urdf(urdf)
+    pin_model = pin.buildModelFromXML(urdf)
+    pin_data = pin_model.createData()
     rclpy.init()
     try:
         without, with_observer, executor = _nodes(urdf)
@@ -113,10 +117,10 @@ def measure(messages_per_round, rounds):
     alone = (time.process_time_ns() - start) / messages_per_round / 1e3
     start = time.process_time_ns()
     for _ in range(messages_per_round):
-        rd.coriolis_matrix(model, Q, qd)
-    coriolis = (time.process_time_ns() - start) / messages_per_round / 1e3
+        pin.computeCoriolisMatrix(pin_model, pin_data, Q, qd)
+    anchor = (time.process_time_ns() - start) / messages_per_round / 1e3
     return {"without": statistics.median(base), "with": statistics.median(extra), "alone": alone,
-            "coriolis": coriolis, "published": published}
+            "anchor": anchor, "published": published}
 
 
 def main(argv=None) -> int:
@@ -130,11 +134,11 @@ def main(argv=None) -> int:
     r = measure(messages, 3 if args.quick else args.rounds)
     added = r["with"] - r["without"]
     print("\nDynamics node, Panda-7: CPU per joint_states message (median of alternating rounds, microseconds)")
-    print("| node without observer | with observer + collision | added | observer alone | rd.coriolis_matrix (anchor) |")
+    print("| node without observer | with observer + collision | added | observer alone | Pinocchio computeCoriolisMatrix (anchor) |")
     print("|---|---|---|---|---|")
-    print(f"| {r['without']:.1f} | {r['with']:.1f} | {added:.1f} | {r['alone']:.1f} | {r['coriolis']:.1f} |")
-    scaled = added * ANCHOR_IDLE_US / r["coriolis"]
-    print(f"\nadded {added:.1f} us = {added / r['coriolis']:.2f} x the anchor, {scaled:.1f} us at the reference "
+    print(f"| {r['without']:.1f} | {r['with']:.1f} | {added:.1f} | {r['alone']:.1f} | {r['anchor']:.2f} |")
+    scaled = added * ANCHOR_IDLE_US / r["anchor"]
+    print(f"\nadded {added:.1f} us = {added / r['anchor']:.2f} x the anchor, {scaled:.1f} us at the reference "
           f"machine's anchor ({ANCHOR_IDLE_US} us): {'ok' if scaled <= GOAL_US else 'MISSED'} against {GOAL_US:g} us "
           f"({r['published']} external_torques published)")
     return 0
