@@ -1,7 +1,14 @@
-"""External wrenches on the links, mapped to the coordinates: ``tau = sum_l J_l(q)^T F_l``.
+"""External wrenches on the links, mapped to the coordinates: ``tau = sum_l J_l(q)^T F_l``; and the
+one conversion between the library's wrench convention and ROS's.
 
 The compiled :func:`add_wrench_torques` is what the simulator adds to its forces; the batched
 :func:`external_torques` is what ``inverse_dynamics(..., external_wrenches=...)`` subtracts.
+
+The library's wrench on a link is ``[moment; force]`` in world-aligned (root) axes, the moment about
+the link's origin.  A ``geometry_msgs/WrenchStamped`` is in its ``header.frame_id``'s own axes, the
+moment about that frame's origin (REP 103; tf2's ``doTransform``).  :func:`transform_wrench` is that
+``doTransform``; :func:`wrench_in_frame` and :func:`wrench_in_world` are the two directions of the
+message boundary, used by the nodes and nowhere else.
 """
 
 import numpy as np
@@ -73,3 +80,31 @@ def external_torques(model, q, external_wrenches):
     """``sum_l J_l(q)^T F_l`` for every state of the ``(count, n)`` batch ``q`` (world-aligned axes, link origin)."""
     arrays = wrench_arrays(model, external_wrenches, q.shape[0])
     return wrench_torques(*model._kernel_arrays[:2], q, *arrays)
+
+
+def transform_wrench(T, wrench):
+    """tf2's ``doTransform`` of a wrench ``[moment; force]`` given in frame A into frame B, ``T = T_BA``
+    (A's pose in B, 4x4): ``[R n + p x R f; R f]`` (the adjoint ``Ad_T^T`` of Lynch & Park eq. 3.98 read
+    for a wrench about A's origin; ros2/geometry2 #538)."""
+    R, p = T[:3, :3], T[:3, 3]
+    wrench = np.asarray(wrench, dtype=float)
+    force = R @ wrench[3:]
+    return np.concatenate((R @ wrench[:3] + np.cross(p, force), force))
+
+
+def wrench_in_frame(wrench, point, frame_pose):
+    """The library's wrench ``[moment; force]`` (world-aligned axes, moment about the root-frame ``point``)
+    as a WrenchStamped in the frame of pose ``frame_pose`` (4x4, root frame) reads it: components in that
+    frame's axes, moment about its origin: ``[R^T (n + (point - o) x f); R^T f]``."""
+    R, o = frame_pose[:3, :3], frame_pose[:3, 3]
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R.T, R.T @ (np.asarray(point, dtype=float) - o)
+    return transform_wrench(T, wrench)
+
+
+def wrench_in_world(wrench, frame_pose):
+    """A WrenchStamped's ``[moment; force]`` (the axes of the frame of pose ``frame_pose``, moment about its
+    origin) in the library's convention: world-aligned axes, moment about the same origin: ``[R n; R f]``."""
+    T = np.eye(4)
+    T[:3, :3] = frame_pose[:3, :3]
+    return transform_wrench(T, wrench)

@@ -65,7 +65,7 @@ class ContactOutputs:
                                 node.publisher(Bool, "collision", LATCHED_QOS))
         self._unsigned = bool((contact.sign == 1.0).all())
         self._torques = EffortWriter(plan.names)
-        self._wrench = WrenchWriter(contact.frame)
+        self._wrench = WrenchWriter(contact.wrench_frame)
         s = contact.settings
         if s.collision_reaction == "gravity" and s.command_source == "none":
             self.node.get_logger().warn("collision.reaction gravity: command_source is none, so there is no "
@@ -115,7 +115,7 @@ class ContactOutputs:
         torques_pub, wrench_pub, _ = self._publishers
         r_out = r if plan.full else r[plan.out]
         torques_pub.publish(self._torques.serialize(sec, nanosec, r_out))
-        wrench_pub.publish(self._wrench.serialize(sec, nanosec, self._observer.wrench))
+        wrench_pub.publish(self._wrench.serialize(sec, nanosec, self._observer.wrench_in(self.plan.wrench_frame)))
         self._n_published += 1
         if self._detector is not None:
             self._detect(plan, t, r_out, now)
@@ -170,7 +170,7 @@ class ContactOutputs:
             return None
         recent = self.node.recent_problems(now)
         values = [("external_torques rate (Hz)", f"{self._n_published / period:.1f}"),
-                  ("frame", self.plan.frame), ("gain (1/s)", f"{self.plan.settings.external_torque_gain:g}")]
+                  ("frame", self.plan.frame), ("wrench frame", self.plan.wrench_frame), ("gain (1/s)", f"{self.plan.settings.external_torque_gain:g}")]
         self._n_published = 0
         level, text = DiagnosticStatus.OK, "estimating external torques"
         detector = self._detector

@@ -70,6 +70,7 @@ class Settings:
     contact_stiffness: float = CONTACT_PARAMETERS[3].default
     contact_damping: float = CONTACT_PARAMETERS[4].default
     contact_friction: float = 0.0
+    contact_wrench_frame: str = ""
 
 
 _D = Settings()
