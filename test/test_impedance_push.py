@@ -42,13 +42,17 @@ def loop(tmp_path_factory, model):
     harness = RosHarness("impedance_probe")
     sim_params = write_params(tmp / "sim.yaml", {
         "robot_description": panda7_urdf(), "initial_positions": list(HOME), "apply_damping": False,
-        "apply_friction": False, "publish_rate": 1000.0, "command_timeout": 0.05,
+        "apply_friction": False, "publish_rate": 1000.0, "command_timeout": 0.5,  # (late commands are not a switch to the drives' hold)
         "on_command_timeout": "hold_position", "publish_clock": True,
     })
     dyn_params = write_params(tmp / "dyn.yaml", {
         "robot_description": panda7_urdf(), "command_source": "task_space", "publish_mass_matrix": False,
         "task_space.mode": "impedance", "task_space.frame": LINK,
-        "task_space.stiffness": [STIFFNESS] * 3 + [50.0] * 3, "task_space.posture": [float(v) for v in HOME],
+        # a soft wrist and posture: the law is not mass-normalized, and on panda_joint7 (M_77 = 0.007 kg m^2)
+        # the default posture damping (2 N m s/rad: 300 1/s) or a stiff rotation rings under a loaded machine's
+        # delays; the rotation is not what is measured. A goal that stays fresh through late timer calls.
+        "task_space.stiffness": [STIFFNESS] * 3 + [1.0] * 3, "task_space.posture": [float(v) for v in HOME],
+        "task_space.posture_kp": 1.0, "task_space.posture_kd": 0.1, "desired_timeout": 0.5,
     })
     simulator = NodeProcess("simulator_node", tmp / "sim.log", sim_params)
     dynamics = NodeProcess("dynamics_node", tmp / "dyn.log", dyn_params)
@@ -97,18 +101,23 @@ def push(publisher, force):
         time.sleep(0.005)
 
 
-def rest_pose(loop, model, force, moved, timeout=20.0):
-    """The link's pose once the arm has come to rest (over 0.3 s of states, every joint within 1e-5 rad),
-    ``moved`` True: away from HOME, False: back at it; the force sent again meanwhile."""
-    deadline = time.monotonic() + timeout
+def rest_pose(loop, model, force, moved, timeout=30.0):
+    """The link's pose once it has come to rest (its origin within 10 um over 0.3 s of states: the null space,
+    softly damped, may still drift), ``moved`` True: over 5 mm from HOME's, False: within 1 mm of it; the force
+    sent again meanwhile."""
+    deadline, home = time.monotonic() + timeout, loop["pose"][:3, 3]
     while True:
-        messages = loop["states"].messages[-300:]
-        if len(messages) == 300:
+        messages, arrived = loop["states"].messages[-300:], loop["states"].times[-1:]
+        stamps = [m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in messages]
+        # 300 states over 0.3 s of simulated time, the last one just in (not a stalled stream's last ones)
+        if len(messages) == 300 and stamps[-1] - stamps[0] > 0.29 and arrived[0] > time.monotonic() - 0.1:
             q = np.array([[dict(zip(m.name, m.position))[n] for n in model.joint_names] for m in messages])
-            if np.ptp(q, axis=0).max() < 1e-5 and (np.abs(q[-1] - HOME).max() > 1e-3) == moved:
-                return rd.frame_pose(model, q[-1], LINK)
+            poses = rd.frame_pose(model, q, LINK)
+            away = np.linalg.norm(poses[-1, :3, 3] - home)
+            if np.ptp(poses[:, :3, 3], axis=0).max() < 1e-5 and (away > 5e-3 if moved else away < 1e-3):
+                return poses[-1]
         if time.monotonic() > deadline:
-            raise AssertionError(f"the arm did not come to rest under {force} N within {timeout} s")
+            raise AssertionError(f"the link did not come to rest under {force} N within {timeout} s")
         push(loop["wrench"], force)
         time.sleep(0.1)
 
