@@ -70,7 +70,7 @@ from .kernels import (
 from .kinematics import jacobian
 from .model import MASS, PARENT
 from .spatial import dot, inertia_times, inertia_to_parent, motion_cross
-from .wrenches import wrench_in_frame
+from .wrenches import frame_in_world, wrench_seen_in
 
 __all__ = ["MomentumObserver", "check_wrench_frame", "momentum_terms", "tip_frame", "wrench_from_torques"]
 
@@ -272,10 +272,12 @@ class MomentumObserver:
                           else np.zeros((2, n)))
         self._eps = float(friction_velocity)
         if frame is None:
-            self._body, self._point = -1, ZERO3
+            self._body, self._point, self._pose = -1, ZERO3, np.eye(4)
         else:
             found = model.frames[frame]
             self._body, self._point = int(found.body), tuple(float(x) for x in found.pose[:3, 3])
+            self._pose = np.array(found.pose)
+        self._frames = {}  # link -> (body, pose) for wrench_in
         self._scratch = _scratch(model.topology.shape[0])
         self._memory = np.zeros((5, n))
         self._J, self._wrench = np.zeros((6, n)), np.full(6, np.nan)
@@ -307,19 +309,25 @@ class MomentumObserver:
     def frame_pose(self, link):
         """The 4x4 pose of ``link`` in the root frame at the last sample (from that sample's pass)."""
         found = self.model.frames[link]
-        if found.body < 0:
-            return found.pose.copy()
-        row = self._scratch[1][found.body]
+        R, o = frame_in_world(self._scratch[1], found.body, np.array(found.pose))
         T = np.eye(4)
-        T[:3, :3], T[:3, 3] = row[:9].reshape(3, 3), row[9:]
-        return T @ found.pose
+        T[:3, :3], T[:3, 3] = np.reshape(R, (3, 3)), o
+        return T
 
     def wrench_in(self, frame=None):
         """The last wrench estimate as a ``WrenchStamped`` with ``header.frame_id = frame`` reads it: components
         in ``frame``'s axes, moment about its origin (:func:`robot_dynamics.wrenches.wrench_in_frame`);
-        ``frame`` any link, default :attr:`frame` (an F/T sensor's convention)."""
-        point = self.frame_pose(self.frame)[:3, 3]
-        return wrench_in_frame(self._wrench, point, self.frame_pose(frame or self.frame))
+        ``frame`` any link, default :attr:`frame` (an F/T sensor's convention).  A new array."""
+        target = self._frames.get(frame or self.frame)
+        if target is None:
+            found = self.model.frames.get(frame or self.frame)
+            if found is None:
+                raise ValueError(f"unknown frame {frame!r}: the frames are the URDF's link names")
+            # (a writable copy: the kernels take one array type, and the model's poses are read-only)
+            target = self._frames[frame or self.frame] = (found.body, np.array(found.pose))
+        out = np.empty(6)
+        wrench_seen_in(self._scratch[1], self._wrench, self._body, self._pose, target[0], target[1], out)
+        return out
 
     @property
     def jacobian(self):
