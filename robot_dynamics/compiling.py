@@ -81,6 +81,7 @@ def _jobs(parts):
     from .simulation import Simulator
     from .task_space import frame_acceleration
     from .urdf import load_urdf
+    from .wrenches import wrench_in_frame, wrench_in_world
 
     arm = []  # the example arm, once loaded (load_urdf's check calls the mass matrix)
     q, qd, wrench = np.array([0.3, -0.2]), np.array([0.1, 0.2]), {"tip": np.ones(6)}
@@ -95,15 +96,24 @@ def _jobs(parts):
         simulator = Simulator(arm[0], [3.2, 0.0], qd, apply_damping=True, apply_friction=True)
         simulator.step(np.zeros(2), 1e-3, external_wrenches=wrench)
 
+    def observe():
+        observer = MomentumObserver(arm[0], 50.0, frame="tip", friction=True)
+        for t in (0.0, 1e-3):
+            observer.update(t, q, qd, qd)
+        observer.wrench_in(arm[0].link_names[0])  # external_wrench_estimate's message (wrenches.wrench_seen_in)
+
+    def wrench_messages():  # the simulator's external_wrench and contact_wrenches (robot_dynamics.wrenches)
+        wrench_in_frame(wrench_in_world(np.ones(6), np.eye(4)), np.zeros(3), np.eye(4))
+
     jobs = [load]
     if "dynamics_node" in parts:
         jobs += [lambda: compute_terms(Data(arm[0]), q, qd),  # the node's pass per message
                  lambda: friction_torques(arm[0].viscous_damping, arm[0].friction, 0.01, qd),
                  lambda: gravity_torques(arm[0], q),  # (the CLI's gravity and info commands share the part)
-                 lambda: [MomentumObserver(arm[0], 50.0, frame="tip", friction=True).update(t, q, qd, qd)
-                          for t in (0.0, 1e-3)]]  # its external_torque.enabled
+                 observe]  # its external_torque.enabled
     if "simulator" in parts:
-        jobs += [lambda: gravity_torques(arm[0], q), lambda: compute_terms(Data(arm[0]), q, qd), step]  # (drives)
+        jobs += [lambda: gravity_torques(arm[0], q), lambda: compute_terms(Data(arm[0]), q, qd), step,  # (drives)
+                 wrench_messages]
     if "library" in parts:
         jobs += [lambda: frame_pose(arm[0], q, "tip"),
                  *(lambda reference=reference: jacobian(arm[0], q, "tip", reference) for reference in ("world", "local")),

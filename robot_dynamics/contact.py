@@ -11,8 +11,8 @@ at the contact point ``c = x - rho n`` with the spring-damper (penalty) force::
 
 where ``v_c`` is the velocity of the contact point (``J_c qd``) and ``v_t`` its part along the plane.  The
 force reaches the joints as ``J_c^T f`` (Lynch & Park eq. 9.81's ``J^T F``) and the true wrench on the
-link, in the convention of the simulator's ``external_wrench`` input (world-aligned axes, moment
-about the link origin ``o``), is ``[(c - o) x f; f]``.  A body at rest on a half-space sinks by
+link, in the library's ``external_wrenches`` convention (world-aligned axes, moment about the link
+origin ``o``), is ``[(c - o) x f; f]``.  A body at rest on a half-space sinks by
 ``f_n / k``: the stiffness sets that penetration and the contact's natural frequency
 ``sqrt(k / m)``, which must stay well under the integrator's limit (``sqrt(k / m) h`` of 0.1 at 1 kHz
 for 1 kg and the default ``k``); ``b`` near ``2 sqrt(k m)`` damps it critically.

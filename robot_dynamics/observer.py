@@ -39,9 +39,12 @@ Unlike the forward-Euler form ``r += K_O h (...)``, which diverges when ``K_O h 
 stable for any gain and any gap, and it does not drift: errors are filtered, never integrated.
 
 The wrench at a frame: ``r = J^T F`` with ``J`` the world-aligned Jacobian of the frame's origin
-(the simulator's ``external_wrench`` convention: ``[moment; force]`` applied by the environment to
-the robot, moment about the frame origin, world-aligned axes), solved by a damped pseudo-inverse
+(the library's wrench convention: ``[moment; force]`` applied by the environment to the robot, moment
+about the frame origin, world-aligned axes), solved by a damped pseudo-inverse
 ``F = (J J^T + lambda^2 I)^-1 J r``: the least-squares wrench, bounded near singularities.
+:meth:`MomentumObserver.wrench_in` gives it as a ``WrenchStamped`` reads (the frame's own axes, or
+another frame's, moment about that frame's origin).  The frame must be moved by some joint: on a link
+fixed to the base, ``J = 0`` and no external force there reaches a joint (:func:`check_wrench_frame`).
 
 >>> import numpy as np, robot_dynamics as rd
 >>> pendulum = rd.load_urdf(rd.examples.PENDULUM_URDF)
@@ -67,8 +70,9 @@ from .kernels import (
 from .kinematics import jacobian
 from .model import MASS, PARENT
 from .spatial import dot, inertia_times, inertia_to_parent, motion_cross
+from .wrenches import frame_in_world, wrench_seen_in
 
-__all__ = ["MomentumObserver", "momentum_terms", "tip_frame", "wrench_from_torques"]
+__all__ = ["MomentumObserver", "check_wrench_frame", "momentum_terms", "tip_frame", "wrench_from_torques"]
 
 
 DEFAULT_DAMPING = 1e-3
@@ -225,6 +229,17 @@ def tip_frame(model):
     return (tools or links)[-1]
 
 
+def check_wrench_frame(model, frame, what="frame"):
+    """ValueError (naming ``what``) unless ``frame`` is a link some joint moves: the wrench is estimated from
+    ``r = J^T F``, and on the base (or a link fixed to it) ``J = 0``: no force there reaches a joint."""
+    found = model.frames.get(frame)
+    if found is None:
+        raise ValueError(f"{what} {frame!r} is not a link of robot {model.name!r}")
+    if found.body < 0:
+        raise ValueError(f"{what} {frame!r} is fixed to the base (no joint moves it): a wrench there reaches no "
+                         f"joint and cannot be estimated; choose a link the joints move, e.g. {tip_frame(model)!r}")
+
+
 def wrench_from_torques(model, q, frame, torques, damping=DEFAULT_DAMPING):
     """The wrench ``[moment; force]`` at ``frame``'s origin, world-aligned axes, whose ``J^T F`` is closest
     to ``torques`` (damped least squares, module docstring)."""
@@ -249,18 +264,20 @@ class MomentumObserver:
             raise ValueError(f"the observer gain K_O must be a positive finite number (1/s), got {gain!r}")
         if not (math.isfinite(friction_velocity) and friction_velocity > 0):
             raise ValueError(f"friction_velocity must be positive, got {friction_velocity!r}")
-        if frame is not None and frame not in model.frames:
-            raise ValueError(f"unknown frame {frame!r}: the frames are the URDF's link names")
+        if frame is not None:
+            check_wrench_frame(model, frame)
         self.model, self.gain, self.frame, self.damping = model, float(gain), frame, float(damping)
         n = model.nv
         self._friction = (np.array([model.viscous_damping, model.friction], dtype=float) if friction
                           else np.zeros((2, n)))
         self._eps = float(friction_velocity)
         if frame is None:
-            self._body, self._point = -1, ZERO3
+            self._body, self._point, self._pose = -1, ZERO3, np.eye(4)
         else:
             found = model.frames[frame]
             self._body, self._point = int(found.body), tuple(float(x) for x in found.pose[:3, 3])
+            self._pose = np.array(found.pose)
+        self._frames = {}  # link -> (body, pose) for wrench_in
         self._scratch = _scratch(model.topology.shape[0])
         self._memory = np.zeros((5, n))
         self._J, self._wrench = np.zeros((6, n)), np.full(6, np.nan)
@@ -288,6 +305,29 @@ class MomentumObserver:
         """The last wrench estimate ``[moment; force]`` at :attr:`frame` (NaN before a sample or without a frame;
         the observer's own array, overwritten by the next sample)."""
         return self._wrench
+
+    def frame_pose(self, link):
+        """The 4x4 pose of ``link`` in the root frame at the last sample (from that sample's pass)."""
+        found = self.model.frames[link]
+        R, o = frame_in_world(self._scratch[1], found.body, np.array(found.pose))
+        T = np.eye(4)
+        T[:3, :3], T[:3, 3] = np.reshape(R, (3, 3)), o
+        return T
+
+    def wrench_in(self, frame=None):
+        """The last wrench estimate as a ``WrenchStamped`` with ``header.frame_id = frame`` reads it: components
+        in ``frame``'s axes, moment about its origin (:func:`robot_dynamics.wrenches.wrench_in_frame`);
+        ``frame`` any link, default :attr:`frame` (an F/T sensor's convention).  A new array."""
+        target = self._frames.get(frame or self.frame)
+        if target is None:
+            found = self.model.frames.get(frame or self.frame)
+            if found is None:
+                raise ValueError(f"unknown frame {frame!r}: the frames are the URDF's link names")
+            # (a writable copy: the kernels take one array type, and the model's poses are read-only)
+            target = self._frames[frame or self.frame] = (found.body, np.array(found.pose))
+        out = np.empty(6)
+        wrench_seen_in(self._scratch[1], self._wrench, self._body, self._pose, target[0], target[1], out)
+        return out
 
     @property
     def jacobian(self):

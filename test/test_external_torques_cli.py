@@ -80,6 +80,12 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     assert "no efforts" in message and "\n" not in message
     assert cli.main(["external-torques", str(recording), "--urdf", "arm7_gripper", "--frame", "nowhere"]) == 1
     assert "--frame 'nowhere'" in capsys.readouterr().err
+    # a frame no joint moves has no wrench (NaN columns before): refused, before the work, with the reason
+    assert cli.main(["external-torques", str(tmp_path / "missing.csv"), "--urdf", "arm7_gripper", "--frame",
+                     "arm7_link0", "--output", str(tmp_path / "root")]) == 1
+    message = capsys.readouterr().err.strip()
+    assert "--frame 'arm7_link0' is fixed to the base" in message and "\n" not in message
+    assert not (tmp_path / "root").exists()
     assert cli.main(["external-torques", str(tmp_path / "missing.csv"), "--urdf", "arm7_gripper"]) == 1
     assert "no such recording" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_info:

@@ -139,7 +139,7 @@ def test_tip_frame_and_bad_input(panda, arm7):
     assert tip_frame(arm7) == "arm7_tcp"
     with pytest.raises(ValueError, match="gain"):
         MomentumObserver(panda, 0.0)
-    with pytest.raises(ValueError, match="unknown frame"):
+    with pytest.raises(ValueError, match="'nowhere' is not a link"):
         MomentumObserver(panda, 10.0, frame="nowhere")
     observer = MomentumObserver(panda, 10.0)
     observer.update(0.0, Q_PANDA, np.zeros(7), np.zeros(7))

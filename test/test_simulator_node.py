@@ -14,7 +14,9 @@ compared with M^-1 tau, so nothing but the command moves the arm).  A second pro
 - rejection of non-finite, wrong-length and unknown-name commands and of bad wrenches: a warning
   in the log, nothing changes;
 - command_timeout: a stale command becomes zero torque, warned once;
-- external_wrench at header.frame_id: the arm accelerates along M^-1 J^T F; a zero wrench clears it;
+- external_wrench on the link header.frame_id, in its axes (ROS's rule): the arm accelerates along
+  M^-1 J_local^T F (not along the world-aligned reading); a zero wrench clears it; a link fixed to the
+  base is refused with the reason;
 - ~/pause freezes time and state; ~/reset restores the initial state;
 - an absurd wrench (1e300 N) makes the state non-finite: integration stops, /diagnostics says so
   (ERROR), joint_states keep coming, finite, with a frozen stamp; ~/reset recovers;
@@ -290,21 +292,25 @@ def test_command_timeout_zeroes_a_stale_command_and_warns_once(rig):
 
 def test_external_wrench_accelerates_along_the_jacobian_transpose(rig, model):
     rig.set(gravity=[0.0, 0.0, 0.0])
-    wrench = np.array([0.0, 0.05, 0.0, 0.0, 0.0, 1.0])  # [moment; force], world axes, at panda_hand's origin
+    wrench = np.array([0.0, 0.05, 0.0, 0.0, 0.0, 1.0])  # [moment; force] in panda_link7's axes, about its origin
     t0 = time.monotonic()
     rig.reset()
     while time.monotonic() - t0 < 0.2:
-        rig.send_wrench("panda_hand", force=wrench[3:], torque=wrench[:3])
+        rig.send_wrench("panda_link7", force=wrench[3:], torque=wrench[:3])
         time.sleep(0.02)
     qd = rig.by_name(rig.latest(), "velocity")
-    J = rd.jacobian(model, HOME, "panda_hand")
-    expected = np.linalg.solve(rd.mass_matrix(model, HOME), J.T @ wrench)
-    cosine = qd @ expected / np.linalg.norm(qd) / np.linalg.norm(expected)
-    assert cosine > 0.99, f"velocity {qd} not along M^-1 J^T F {expected}"
-    status = rig.simulation_status(lambda s: "panda_hand" in dict((kv.key, kv.value) for kv in s.values)
+    M = rd.mass_matrix(model, HOME)
+    expected = np.linalg.solve(M, rd.jacobian(model, HOME, "panda_link7", reference="local").T @ wrench)
+    world_read = np.linalg.solve(M, rd.jacobian(model, HOME, "panda_link7").T @ wrench)  # the old reading
+    cosine = lambda a, b: a @ b / np.linalg.norm(a) / np.linalg.norm(b)  # noqa: E731
+    assert cosine(expected, world_read) < 0.5  # the link's axes are not the world's: the readings differ
+    assert cosine(qd, expected) > 0.99, f"velocity {qd} not along M^-1 J_local^T F {expected}"
+    status = rig.simulation_status(lambda s: "panda_link7" in dict((kv.key, kv.value) for kv in s.values)
                                    .get("external wrenches", ""), what="the wrench in the diagnostics")
     assert level(status) == 0
-    rig.send_wrench("panda_hand")  # a zero wrench removes it
+    rig.send_wrench("panda_link0", force=(1.0, 0.0, 0.0))  # on the base: moves nothing, refused
+    rig.process.wait_log("'panda_link0' is fixed to the base (no joint moves it)")
+    rig.send_wrench("panda_link7")  # a zero wrench removes it
     rig.simulation_status(lambda s: dict((kv.key, kv.value) for kv in s.values).get("external wrenches") == "[]",
                           what="the wrench cleared")
 

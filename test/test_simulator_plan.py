@@ -103,12 +103,15 @@ def test_command_messages_are_checked(arm):
         named_efforts(["arm7_joint5", "arm7_joint5"], [0.5, 0.5], plan)
     with pytest.raises(Rejected, match="1 names and 2 efforts"):
         named_efforts(["arm7_joint5"], [0.5, 0.5], plan)
-    link, wrench = external_wrench("/arm7_link7", (1.0, 2.0, 3.0), (4.0, 5.0, 6.0), plan)
-    assert link == "arm7_link7" and list(wrench) == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    q = plan.q0 + 0.3  # the wrench is in arm7_link7's axes: turned into the root's at the state it arrives in
+    R = rd.frame_pose(arm, q, "arm7_link7")[:3, :3]
+    link, wrench = external_wrench("/arm7_link7", (1.0, 2.0, 3.0), (4.0, 5.0, 6.0), plan, q)
+    assert link == "arm7_link7"
+    np.testing.assert_allclose(wrench, np.r_[R @ [1.0, 2.0, 3.0], R @ [4.0, 5.0, 6.0]], atol=1e-12)
     with pytest.raises(Rejected, match="is not a link of robot"):
-        external_wrench("nowhere", (0.0,) * 3, (1.0,) * 3, plan)
+        external_wrench("nowhere", (0.0,) * 3, (1.0,) * 3, plan, q)
     with pytest.raises(Rejected, match="non-finite wrench"):
-        external_wrench("arm7_link7", (math.nan, 0.0, 0.0), (1.0,) * 3, plan)
+        external_wrench("arm7_link7", (math.nan, 0.0, 0.0), (1.0,) * 3, plan, q)
 
 
 @pytest.mark.parametrize("robot", ["arm7_gripper", "five_bar"])

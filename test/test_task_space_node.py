@@ -3,7 +3,9 @@
 - without a desired pose, effort_command holds gravity and the diagnostics say why;
 - with desired_pose, desired_twist and desired_accel, computed_torques and effort_command equal
   the library's task_control.task_space_torque at the measured state (both laws);
-- a desired pose in another frame is rejected, naming the root link;
+- a desired pose, twist and acceleration given in another link's frame are placed at the measured state
+  (the torque equals the library's for the goal moved into the root frame); a frame_id that is no link is
+  refused with the reason;
 - a stale pose makes effort_command hold gravity again; the diagnostics carry the task-space error.
 """
 
@@ -124,9 +126,37 @@ def test_task_space_torque_matches_the_library(rig, model, diagnostics, mode):
     assert f"mode={mode}" in status_text(text, rig.fqn, "task space")
 
 
-def test_pose_in_another_frame_is_rejected(rig, model, diagnostics):
-    rig.diag_after(diagnostics, "task space", "is not the root link 'arm7_link0'",
+def test_pose_in_a_frame_that_is_no_link_is_refused(rig, model, diagnostics):
+    rig.diag_after(diagnostics, "task space", "'world' is not a link of robot",
                    publish=lambda: rig.pose.publish(pose_msg(np.eye(4), frame_id="world")))
+
+
+def test_goals_in_another_links_frame_are_placed_at_the_measured_state(rig, model):
+    """desired_pose, desired_twist and desired_accel in arm7_link4's frame (rotated against the root at Q0):
+    the torque is the library's for the goal moved into the root frame at the state measured when it came."""
+    rig.set_ok(**{"task_space.mode": "computed_torque"})
+    link = "arm7_link4"
+    T = rd.frame_pose(model, Q0, link)
+    assert np.abs(T[:3, :3] - np.eye(3)).max() > 0.5
+    local = np.linalg.inv(T) @ rd.frame_pose(model, Q0, FRAME)  # the tool's pose in link 4, moved a little
+    local[:3, 3] += [0.01, -0.02, 0.015]
+    twist, accel = np.array([0.0, 0.0, 0.1, 0.05, 0.0, 0.0]), np.array([0.0, 0.2, 0.0, 0.0, 0.1, 0.0])
+    R = T[:3, :3]
+    rotated = lambda v: np.r_[R @ v[:3], R @ v[3:]]  # noqa: E731
+    settings = TaskSpaceSettings(FRAME, "computed_torque", kp=400.0, kd=40.0, rest=Q0, posture_kp=10.0, posture_kd=2.0)
+    expected = task_space_torque(model, settings, Q0, QD, TaskTarget(T @ local, rotated(twist), rotated(accel))).torque
+    old = task_space_torque(model, settings, Q0, QD, TaskTarget(local, twist, accel)).torque  # read in root axes
+    assert np.abs(expected - old).max() > 1.0  # the test tells the two readings apart
+    state = joint_state(model.joint_names, Q0, QD, stamp=new_stamp())
+
+    def send():
+        rig.states.publish(state)  # the state that places the goals
+        rig.pose.publish(pose_msg(local, frame_id=link))
+        rig.twist.publish(motion_msg("twist", twist, frame_id=link))
+        rig.accel.publish(motion_msg("accel", accel, frame_id=link))
+        rig.states.publish(state)
+
+    rig.expect(send, rig.computed, state.header.stamp, expected, atol=1e-6)
 
 
 def test_stale_pose_holds_gravity(rig, model, diagnostics):
@@ -179,13 +209,15 @@ def test_task_space_inputs_refuse_what_is_not_a_pose():
     from robot_dynamics.nodes.parameters import Rejected
     from robot_dynamics.nodes.task_space_inputs import TaskSpaceInputs
 
-    inputs = TaskSpaceInputs("base")
-    inputs.read_pose("base", (0.1, 0.2, 0.3), (0.0, 0.0, 0.0, 1.0), 0)
+    inputs = TaskSpaceInputs(rd.load_urdf(str(bundled_urdf("arm7_gripper"))))
+    base = "arm7_link0"
+    inputs.read_pose(base, (0.1, 0.2, 0.3), (0.0, 0.0, 0.0, 1.0), 0)
     for frame, position, orientation, reason in (
-            ("world", (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), "not the root link"),
-            ("base", (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 2.0), "not a unit quaternion"),
-            ("base", (float("nan"), 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), "not finite"),
-            ("base", (1e6, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), "not believed")):
+            ("world", (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), "not a link of robot"),
+            ("arm7_link3", (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), "no joint state has arrived"),
+            (base, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 2.0), "not a unit quaternion"),
+            (base, (float("nan"), 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), "not finite"),
+            (base, (1e6, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0), "not believed")):
         with pytest.raises(Rejected, match=reason):
             inputs.read_pose(frame, position, orientation, 1)
     target, notes = inputs.target(10, 100)
@@ -193,7 +225,7 @@ def test_task_space_inputs_refuse_what_is_not_a_pose():
     assert notes == [] and np.array_equal(target.twist, np.zeros(6))
     assert inputs.target(200, 100)[0] is None  # stale
     with pytest.raises(Rejected, match="not believed"):
-        inputs.read_twist("desired_twist", "base", (0.0, 0.0, 0.0), (5e3, 0.0, 0.0), 1)
+        inputs.read_twist("desired_twist", base, (0.0, 0.0, 0.0), (5e3, 0.0, 0.0), 1)
 
 
 def test_task_plan_names_the_parameter_it_refuses():

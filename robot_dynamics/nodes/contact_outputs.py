@@ -69,7 +69,7 @@ class ContactOutputs:
                                 node.publisher(Bool, "collision", LATCHED_QOS))
         self._unsigned = bool((contact.sign == 1.0).all())
         self._torques = EffortWriter(plan.names)
-        self._wrench = WrenchWriter(contact.frame)
+        self._wrench = WrenchWriter(contact.wrench_frame)
         s = contact.settings
         if s.collision_reaction == "gravity" and s.command_source == "none":
             self.node.get_logger().warn("collision.reaction gravity: command_source is none, so there is no "
@@ -135,7 +135,7 @@ class ContactOutputs:
         torques_pub, wrench_pub, _ = self._publishers
         r_out = r if plan.full else r[plan.out]
         torques_pub.publish(self._torques.serialize(sec, nanosec, r_out))
-        wrench_pub.publish(self._wrench.serialize(sec, nanosec, self._observer.wrench))
+        wrench_pub.publish(self._wrench.serialize(sec, nanosec, self._observer.wrench_in(self.plan.wrench_frame)))
         self._n_published += 1
         if self._detector is not None:
             self._detect(plan, t, r_out, now)
@@ -206,7 +206,8 @@ class ContactOutputs:
         values, level, text = [], DiagnosticStatus.OK, "estimating external torques"
         if self.plan is not None:
             values += [("external_torques rate (Hz)", f"{self._n_published / period:.1f}"),
-                       ("frame", self.plan.frame), ("gain (1/s)", f"{self.plan.settings.external_torque_gain:g}")]
+                       ("frame", self.plan.frame), ("wrench frame", self.plan.wrench_frame),
+                       ("gain (1/s)", f"{self.plan.settings.external_torque_gain:g}")]
         else:
             text = "external torques off"
         self._n_published = 0

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..observer import MomentumObserver, tip_frame
+from ..observer import MomentumObserver, check_wrench_frame, tip_frame
 from .parameters import Parameter, Rejected, bounded_float, float_list, one_of
 
 __all__ = ["CONTACT_FIELDS", "CONTACT_PARAMETERS", "CONTACT_TOPICS", "REACTIONS", "CollisionDetector", "ContactPlan",
@@ -42,6 +42,7 @@ DEFAULT_MIN_DURATION = 0.005
 #: Settings field -> default (the node's Settings carries these fields)
 CONTACT_FIELDS = {
     "external_torque_enabled": False, "external_torque_gain": DEFAULT_GAIN, "external_torque_frame": "",
+    "external_torque_wrench_frame": "",
     "external_torque_friction": False, "external_torque_effort_sign": (1.0,),
     "collision_thresholds": (), "collision_release": DEFAULT_RELEASE, "collision_min_duration": DEFAULT_MIN_DURATION,
     "collision_reaction": "none",
@@ -53,7 +54,7 @@ CONTACT_PARAMETERS = (
               "external_wrench_estimate.", "bool", field="external_torque_enabled"),
     Parameter("external_torque.gain", DEFAULT_GAIN, "Observer gain K_O, 1/s: the estimate follows a step of "
               "external torque with time constant 1/K_O.", "double", low=1e-3, high=1e5, field="external_torque_gain"),
-    Parameter("external_torque.frame", "", "Link of external_wrench_estimate (its origin, world-aligned axes); "
+    Parameter("external_torque.frame", "", "Link whose external wrench is estimated (a link some joint moves); "
               "empty = the tip of the chain.", "string", field="external_torque_frame"),
     Parameter("external_torque.friction", False, "Subtract the URDF friction damping*qd + "
               "friction*tanh(qd/friction_velocity) from the measured torque.", "bool", field="external_torque_friction"),
@@ -69,13 +70,17 @@ CONTACT_PARAMETERS = (
               field="collision_min_duration"),
     Parameter("collision.reaction", "none", "On a collision: none | gravity (effort_command holds gravity "
               "until ~/reset_collision).", "string", field="collision_reaction"),
+    Parameter("external_torque.wrench_frame", "", "Frame external_wrench_estimate is expressed in (its header.frame_id: "
+              "that link's axes, moment about its origin); empty = external_torque.frame itself, as an F/T sensor "
+              "there; e.g. the root link for base-frame wrenches.", "string", field="external_torque_wrench_frame"),
 )
 
 CONTACT_TOPICS = (
     ("external_torques", "sensor_msgs/JointState", "out", "with external_torque.enabled: effort = the "
      "estimated external joint torques (output order), stamp of the state used"),
-    ("external_wrench_estimate", "geometry_msgs/WrenchStamped", "out", "the wrench at external_torque.frame's "
-     "origin, world-aligned axes (frame_id = that link)"),
+    ("external_wrench_estimate", "geometry_msgs/WrenchStamped", "out", "the wrench the environment applies to "
+     "external_torque.frame, in header.frame_id's axes about its origin (frame_id = external_torque.wrench_frame, "
+     "default that link)"),
     ("collision", "std_msgs/Bool", "out", "with collision.thresholds: reliable, transient local, on every change"),
 )
 
@@ -87,7 +92,7 @@ def coerce_contact(field: str, value):
         return bool(value)
     if field == "external_torque_gain":
         return bounded_float(param, value, 0.0, 1e5, low_open=True)
-    if field == "external_torque_frame":
+    if field in ("external_torque_frame", "external_torque_wrench_frame"):
         return str(value)
     if field == "external_torque_effort_sign":
         signs = float_list(param, value, scalar=True)
@@ -113,6 +118,7 @@ class ContactPlan:
     """The observer's and the detector's settings applied to one model and output order."""
 
     frame: str                 # link of the wrench estimate
+    wrench_frame: str          # the frame it is expressed in (header.frame_id)
     sign: np.ndarray           # per model coordinate: tau_m = sign * effort
     thresholds: np.ndarray     # per output joint; empty: no detection
     settings: object           # the node's Settings
@@ -138,11 +144,13 @@ def compile_contact(model, out: np.ndarray, s) -> ContactPlan | None:
             raise ValueError("collision.thresholds needs external_torque.enabled: true")
         return None
     frame = s.external_torque_frame or tip_frame(model)
-    if frame not in model.frames:
-        raise ValueError(f"external_torque.frame {frame!r} is not a link of robot {model.name!r}")
+    check_wrench_frame(model, frame, "external_torque.frame")
+    wrench_frame = s.external_torque_wrench_frame or frame
+    if wrench_frame not in model.frames:
+        raise ValueError(f"external_torque.wrench_frame {wrench_frame!r} is not a link of robot {model.name!r}")
     sign = np.ones(model.nv)
     sign[out] = s.external_torque_effort_sign
-    return ContactPlan(frame=frame, sign=sign, thresholds=np.array(s.collision_thresholds, dtype=float),
+    return ContactPlan(frame=frame, wrench_frame=wrench_frame, sign=sign, thresholds=np.array(s.collision_thresholds, dtype=float),
                        settings=s)
 
 

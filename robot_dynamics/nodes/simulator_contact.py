@@ -1,8 +1,10 @@
 """The simulator node's contact parameters (no rclpy): ``contact.*`` -> :class:`robot_dynamics.contact.ContactModel`.
 
-Off by default (no planes).  The node publishes the true contact wrench of each touching link on
-``contact_wrenches`` (geometry_msgs/WrenchStamped, ``frame_id`` the link, world-aligned axes, moment
-about the link origin: the convention of its ``external_wrench`` input) with every ``joint_states``.
+Off by default (no planes).  The node publishes the true contact wrench with every ``joint_states`` on
+``contact_wrenches`` (geometry_msgs/WrenchStamped, ROS's rule: components in ``header.frame_id``'s axes,
+moment about its origin; :func:`contact_wrench_messages`): one message per touching link, ``frame_id``
+the link (as an F/T sensor mounted there would read it), or with ``contact.wrench_frame`` one message,
+the sum of them expressed in that frame (moved about its origin as tf2's ``doTransform`` moves a wrench).
 """
 
 from __future__ import annotations
@@ -10,16 +12,19 @@ from __future__ import annotations
 import numpy as np
 
 from ..contact import DEFAULT_DAMPING, DEFAULT_STIFFNESS, ContactModel
+from ..kinematics import frame_pose
+from ..wrenches import wrench_in_frame
 from .parameters import Parameter, bounded_float, float_list
 from .safety import STANDARD_GRAVITY, TORQUE_FACTOR, cut, robot_size
 
 __all__ = ["CONTACT_FIELDS", "CONTACT_PARAMETERS", "CONTACT_TOPICS", "MAX_CONTACT_PAIRS", "PLANE_RANGE", "coerce_contact",
-           "contact_model", "plausible_wrenches", "wrench_problem"]
+           "contact_model", "contact_wrench_messages", "plausible_wrenches", "wrench_problem"]
 
 #: Settings field -> default
 CONTACT_FIELDS = {
     "contact_planes": (), "contact_links": (), "contact_spheres": (),
     "contact_stiffness": DEFAULT_STIFFNESS, "contact_damping": DEFAULT_DAMPING, "contact_friction": 0.0,
+    "contact_wrench_frame": "",
 }
 
 CONTACT_PARAMETERS = (
@@ -38,11 +43,16 @@ CONTACT_PARAMETERS = (
               "mass m critically.", field="contact_damping"),
     Parameter("contact.friction", 0.0, "Coulomb friction coefficient mu at the contacts (>= 0; 0 = none), "
               "smoothed over friction_velocity.", field="contact_friction"),
+    Parameter("contact.wrench_frame", "", "Frame of contact_wrenches: empty = one message per touching link, "
+              "frame_id that link (its axes, moment about its origin); a link name = one message, the sum of the "
+              "contact wrenches in that link's axes about its origin (e.g. the root link).", "string",
+              field="contact_wrench_frame"),
 )
 
 CONTACT_TOPICS = (
     ("contact_wrenches", "geometry_msgs/WrenchStamped", "out", "with contact.planes: the true contact wrench "
-     "on each touching link (frame_id the link, world-aligned axes, moment about its origin), with each joint_states"),
+     "on each touching link (frame_id the link: its axes, moment about its origin), or their sum in "
+     "contact.wrench_frame, with each joint_states"),
 )
 
 
@@ -81,6 +91,8 @@ def coerce_contact(name: str, value):
         return bounded_float("contact.damping", value, 0.0, 1e7)
     if name == "contact_friction":
         return bounded_float("contact.friction", value, 0.0, 10.0)
+    if name == "contact_wrench_frame":
+        return str(value)
     raise KeyError(name)
 
 
@@ -119,6 +131,8 @@ def contact_model(model, settings, friction_velocity: float) -> tuple[ContactMod
     rows = ([spheres[4 * k:4 * k + 4] for k in range(len(spheres) // 4)] if spheres
             else [(0.0, 0.0, 0.0, 0.0)] * len(links))
     _check_sizes(planes, rows, links, robot_size(model)[1])
+    if settings.contact_wrench_frame and settings.contact_wrench_frame not in model.frames:
+        raise ValueError(f"contact.wrench_frame {settings.contact_wrench_frame!r} is not a link of robot {model.name!r}")
     notes = ()
     if spheres and len(spheres) != 4 * len(links):
         notes = (f"contact.spheres has {len(spheres) // 4} spheres for {len(links)} contact.links entries: no contact "
@@ -158,3 +172,15 @@ def plausible_wrenches(plausibility, wrenches: dict) -> tuple[dict, str]:
         else:
             believed[link] = wrench
     return believed, problem
+def contact_wrench_messages(model, q, wrenches, wrench_frame=""):
+    """``[(frame_id, [moment; force])]``: the contact wrenches ``{link: [moment; force]}`` (the library's
+    convention, world-aligned axes about each link's origin) at the state ``q`` as ``contact_wrenches``
+    carries them (module docstring): each in its link's axes, or with ``wrench_frame`` their sum in that
+    frame's axes about its origin."""
+    if not wrenches:
+        return []
+    origins = {link: frame_pose(model, q, link) for link in wrenches}
+    if not wrench_frame:
+        return [(link, wrench_in_frame(wrench, origins[link][:3, 3], origins[link])) for link, wrench in wrenches.items()]
+    target = frame_pose(model, q, wrench_frame)
+    return [(wrench_frame, sum(wrench_in_frame(wrench, origins[link][:3, 3], target) for link, wrench in wrenches.items()))]

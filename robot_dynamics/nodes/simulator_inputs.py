@@ -14,6 +14,8 @@ import math
 import numpy as np
 
 from ..data import GRAVITY, MASS, compute_terms
+from ..kinematics import frame_pose
+from ..wrenches import wrench_in_world
 from .parameters import Rejected, duplicates
 from .simulator_plan import DRIVE_BANDWIDTH, Drives, Plan
 
@@ -152,13 +154,19 @@ def _check_plausible(plan: Plan, index: np.ndarray, efforts: np.ndarray) -> None
         raise Rejected(implausible)
 
 
-def external_wrench(frame_id: str, torque, force, plan: Plan) -> tuple[str, np.ndarray]:
-    """An ``external_wrench`` at the origin of link ``frame_id`` -> ``(link, [torque; force])``."""
+def external_wrench(frame_id: str, torque, force, plan: Plan, q: np.ndarray) -> tuple[str, np.ndarray]:
+    """An ``external_wrench`` on link ``frame_id``, in that link's axes with the moment about its origin
+    (a WrenchStamped as ROS reads it), at the state ``q`` -> ``(link, [torque; force])`` in the library's
+    convention (world-aligned axes, about the link's origin): held fixed in the world until the next message."""
     link = frame_id.lstrip("/")
-    if link not in plan.model.link_names:
+    frame = plan.model.frames.get(link)
+    if frame is None:
         raise Rejected(f"header.frame_id {frame_id!r} is not a link of robot {plan.model.name!r} "
-                       "(the wrench acts at that link's origin)")
+                       "(the wrench acts on that link: its axes, moment about its origin)")
+    if frame.body < 0:
+        raise Rejected(f"header.frame_id {frame_id!r} is fixed to the base (no joint moves it): a wrench there "
+                       "moves nothing")
     wrench = np.array([*torque, *force], dtype=float)
     if not np.isfinite(wrench).all():
         raise Rejected(f"non-finite wrench on {link!r}")
-    return link, wrench
+    return link, wrench_in_world(wrench, frame_pose(plan.model, q, link))

@@ -13,7 +13,8 @@ Executable ``simulator_node``, default node name ``robot_dynamics_simulator``
   the link side (rad, rad/s; ``docs/motors.md``) and the applied motor torque;
 * ``effort_command`` (std_msgs/Float64MultiArray, the ``joints`` order), ``effort_command_named``
   (sensor_msgs/JointState, efforts by name, any subset), ``external_wrench``
-  (geometry_msgs/WrenchStamped, at the origin of the link ``header.frame_id``, world-aligned axes);
+  (geometry_msgs/WrenchStamped on the link ``header.frame_id``, in its axes, moment about its origin;
+  turned into world axes at the state it arrives in and held until the next message on that link);
   services ``~/reset`` (std_srvs/Trigger) and ``~/pause`` (std_srvs/SetBool).
 
 The physics is :class:`robot_dynamics.simulation.Simulator`; this module paces it, converts
@@ -55,7 +56,7 @@ from .converters import stamp_of
 from .description import steady_timer
 from .parameters import Rejected
 from .safety import cut
-from .simulator_contact import plausible_wrenches
+from .simulator_contact import contact_wrench_messages, plausible_wrenches
 from .simulator_inputs import Commands, drive_torques, effort_command, external_wrench, named_efforts
 from .simulator_plan import PARAMETERS, Plan, Settings, coerce_setting, make_plan, configure
 
@@ -167,7 +168,7 @@ class SimulatorNode(RobotNode):
         w = msg.wrench
         try:
             link, wrench = external_wrench(msg.header.frame_id, (w.torque.x, w.torque.y, w.torque.z),
-                                           (w.force.x, w.force.y, w.force.z), plan)
+                                           (w.force.x, w.force.y, w.force.z), plan, self._sim.q)
         except Rejected as exc:
             self.reject("external_wrench", str(exc), time.monotonic_ns(), DiagnosticStatus.WARN)
             return
@@ -329,8 +330,8 @@ class SimulatorNode(RobotNode):
             wrenches, problem = plausible_wrenches(plan.plausibility, sim.contact_wrenches())
             if problem:
                 self.problem("contact", f"not publishing contact_wrenches: {problem}", time.monotonic_ns())
-            for link, wrench in wrenches.items():
-                self._contact_pub.publish(WrenchWriter(link).serialize(sec, nanosec, wrench))
+            for frame_id, wrench in contact_wrench_messages(plan.model, sim.q, wrenches, self._settings.contact_wrench_frame):
+                self._contact_pub.publish(WrenchWriter(frame_id).serialize(sec, nanosec, wrench))
         if self._settings.publish_clock:
             if self._clock_pub is None:
                 self._clock_pub = self.publisher(Clock, "/clock")

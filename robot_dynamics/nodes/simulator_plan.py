@@ -70,6 +70,7 @@ class Settings:
     contact_stiffness: float = CONTACT_PARAMETERS[3].default
     contact_damping: float = CONTACT_PARAMETERS[4].default
     contact_friction: float = 0.0
+    contact_wrench_frame: str = ""
 
 
 _D = Settings()
@@ -122,8 +123,8 @@ PARAMETERS = (
 TOPICS = (
     ("effort_command", "std_msgs/Float64MultiArray", "in", "actuator torques in the `joints` order"),
     ("effort_command_named", "sensor_msgs/JointState", "in", "actuator torques by name (any subset)"),
-    ("external_wrench", "geometry_msgs/WrenchStamped", "in", "at the origin of link header.frame_id, "
-     "world-aligned axes"),
+    ("external_wrench", "geometry_msgs/WrenchStamped", "in", "on link header.frame_id, in its axes, moment "
+     "about its origin (held until the next message on that link)"),
     ("robot_description", "std_msgs/String", "in", "latched URDF (when the parameter is empty)"),
     ("joint_states", "sensor_msgs/JointState", "out", "position, velocity, applied effort at publish_rate; mimic and coupled joints from "
      "q_joint = E q + o, qd_joint = E qd, effort 0"),

@@ -36,7 +36,9 @@ class TaskSpaceCommand:
         if plan.task is None:
             self.inputs = None
         elif self.inputs is None or self.inputs.root != root:
-            self.inputs = TaskSpaceInputs(root)
+            self.inputs = TaskSpaceInputs(plan.model)
+        else:  # the goals held stay (they are in the root frame); the state that places new ones comes again
+            self.inputs.model, self.inputs.positions = plan.model, None
         # (the law was computed at its rest pose when the plan was made: compiled then, not in the first cycle)
         self._subscribe(plan.task is not None)
         self.last = None
@@ -82,6 +84,7 @@ class TaskSpaceCommand:
         """The task-space torque (model order) from ``data``, the plan's workspace filled for ``(q, qd)``
         with ``BIAS | MASS | WORLD``, or None: hold gravity (the reason is recorded)."""
         node = self._node
+        self.inputs.positions = q  # places the goals given in a moving link's frame
         target, notes = self.inputs.target(now, plan.desired_timeout_ns)
         for note in notes[target is None:]:
             node.problem("desired", note, now, DiagnosticStatus.WARN)

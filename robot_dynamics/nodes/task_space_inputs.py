@@ -5,6 +5,10 @@ Parameters ``task_space.*`` (:data:`TASK_PARAMETERS`, their values the ``task_*`
 (:func:`coerce_task_setting`), the law's settings for a plan (:func:`compile_task`), and the checks
 of the desired pose, twist and acceleration messages (:class:`TaskSpaceInputs`), whose freshness
 rules are those of ``desired_state``: older than ``desired_timeout`` is stale.
+
+A goal is read in its ``header.frame_id`` (ROS's rule): any link of the model, placed at the state
+measured when the goal arrives, and held in the root frame from then on (a goal given in the
+controlled link's own frame is a step from where it is, not a target that moves with it).
 """
 
 from __future__ import annotations
@@ -70,9 +74,12 @@ TASK_PARAMETERS = (
 
 #: (topic, type, direction, what) for --help
 TASK_TOPICS = (
-    ("desired_pose", "geometry_msgs/PoseStamped", "in", "task_space: the frame's desired pose, frame_id = root link"),
-    ("desired_twist", "geometry_msgs/TwistStamped", "in", "task_space: its desired twist (optional), root axes"),
-    ("desired_accel", "geometry_msgs/AccelStamped", "in", "task_space: its desired acceleration (optional)"),
+    ("desired_pose", "geometry_msgs/PoseStamped", "in", "task_space: the frame's desired pose in header.frame_id "
+     "(any link, placed at the state when it arrives)"),
+    ("desired_twist", "geometry_msgs/TwistStamped", "in", "task_space: its desired twist at its origin (optional), "
+     "in header.frame_id's axes"),
+    ("desired_accel", "geometry_msgs/AccelStamped", "in", "task_space: its desired acceleration (optional), in "
+     "header.frame_id's axes"),
 )
 
 
@@ -216,21 +223,31 @@ def _vector(name, values):
 
 
 class TaskSpaceInputs:
-    """The last valid desired pose, twist and acceleration (receive times in ns), checked against the
-    model's root link."""
+    """The last valid desired pose, twist and acceleration (receive times in ns), in the root link's frame
+    (module docstring); :attr:`positions` is the measured state that places a goal given in a moving link."""
 
-    def __init__(self, root: str):
-        self.root = root
+    def __init__(self, model):
+        self.model, self.root = model, model.link_names[0]
+        self.positions = None  # the latest measured q (model order; None: none yet)
         self.pose = self.twist = self.acceleration = None  # (value, received_ns)
 
     def _frame(self, topic, frame_id):
-        if frame_id != self.root:
-            raise Rejected(f"header.frame_id {frame_id!r} is not the root link {self.root!r}: {topic} is "
-                           "given in the root link's frame")
+        """``T_0F``, the pose of the link ``frame_id`` at :attr:`positions`; Rejected when it cannot be placed."""
+        frame = self.model.frames.get(frame_id)
+        if frame is None:
+            raise Rejected(f"header.frame_id {frame_id!r} is not a link of robot {self.model.name!r}: {topic} is "
+                           f"read in that link's frame (the root link is {self.root!r})")
+        if frame.body < 0:
+            return frame.pose  # fixed to the root: no state needed
+        if self.positions is None:
+            raise Rejected(f"header.frame_id {frame_id!r} moves with the joints, and no joint state has arrived "
+                           f"to place it: {topic} not taken")
+        return frame_pose(self.model, self.positions, frame_id)
 
     def read_pose(self, frame_id, position, orientation, now):
-        """``position`` (x, y, z) and ``orientation`` (x, y, z, w), a unit quaternion within 1e-3."""
-        self._frame("desired_pose", frame_id)
+        """``position`` (x, y, z) and ``orientation`` (x, y, z, w), a unit quaternion within 1e-3, of the
+        pose in the frame ``frame_id``: ``T_0d = T_0F T_Fd``."""
+        frame = self._frame("desired_pose", frame_id)
         p = _vector("position", position)
         x, y, z, w = _vector("orientation", orientation)
         norm = math.sqrt(x * x + y * y + z * z + w * w)
@@ -242,12 +259,16 @@ class TaskSpaceInputs:
                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]]
         T[:3, 3] = p
+        T = frame @ T
+        if np.abs(T[:3, 3]).max() > PLAUSIBLE:
+            raise Rejected(f"position {T[:3, 3].tolist()} in the root frame is beyond {PLAUSIBLE:g} m: not believed")
         self.pose = (T, now)
 
     def read_twist(self, topic, frame_id, linear, angular, now):
-        """A twist or acceleration ``[angular; linear]`` in the root link's axes at the frame origin."""
-        self._frame(topic, frame_id)
-        value = np.concatenate([_vector("angular", angular), _vector("linear", linear)])
+        """A twist or acceleration ``[angular; linear]`` of the controlled frame (at its origin) in ``frame_id``'s
+        axes, turned into the root link's axes: ``[R_0F w; R_0F v]``."""
+        R = self._frame(topic, frame_id)[:3, :3]
+        value = np.concatenate([R @ _vector("angular", angular), R @ _vector("linear", linear)])
         if topic == "desired_twist":
             self.twist = (value, now)
         else:

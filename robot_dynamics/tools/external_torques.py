@@ -8,7 +8,8 @@ On a recording without contact the residual is the model's error: its RMS and pe
 far the URDF (a nominal CAD one, or an identified one) is from the arm, and the suggested collision
 thresholds are ``SAFETY_FACTOR`` times each joint's peak (a threshold below that peak would have fired
 on this very recording).  Writes ``DIR/external_torques.csv`` (``t``, ``r_<joint>``, and the wrench at
-``--frame``), ``DIR/external_torques.png`` when matplotlib is installed, and prints the table.
+``--frame``, a link some joint moves: world-aligned axes, moment about its origin),
+``DIR/external_torques.png`` when matplotlib is installed, and prints the table.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 
 from ..identification.samples import IdentificationError, resample
 from ..identification.recording import RecordingError, read_recording
-from ..observer import MomentumObserver, tip_frame
+from ..observer import MomentumObserver, check_wrench_frame, tip_frame
 
 __all__ = ["ERRORS", "SAFETY_FACTOR", "add_arguments", "external_torques", "run"]
 
@@ -55,8 +56,7 @@ def run(args, model, out, err):
     if not (np.isfinite(args.gain) and args.gain > 0):
         raise ValueError(f"--gain must be a positive number (1/s), got {args.gain:g}")
     frame = args.frame or tip_frame(model)
-    if frame not in model.frames:
-        raise ValueError(f"--frame {frame!r} is not a link of {model.name!r}")
+    check_wrench_frame(model, frame, "--frame")  # before the work: a frame no joint moves has no wrench
     recording = read_recording(args.recording, args.topic)
     t, q, qd, tau = resample(recording, model)
     if qd is None:
