@@ -10,7 +10,7 @@ import numpy as np
 
 class CLIError(Exception):
     """A user error: printed as one line on stderr, exit status ``status`` (1; 2 for bad input to
-    ``excite``/``identify``: a recording, an option's value, an output path)."""
+    ``excite``/``identify``/``external-torques``: a recording, an option's value, an output path)."""
 
     def __init__(self, message, status=1):
         super().__init__(message)

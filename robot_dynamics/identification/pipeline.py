@@ -46,11 +46,13 @@ class Validation:
 @dataclass(frozen=True)
 class DriveSettings:
     """How the recordings' numbers map to the URDF's: efforts times ``effort_sign`` (n,) and
-    ``effort_scale``; positions and velocities times ``position_scale`` (pi / 180 for degrees)."""
+    ``effort_scale``; positions and velocities times ``position_scale`` (pi / 180 for degrees);
+    the joints in ``passive`` are unactuated (torque 0, whatever is recorded)."""
 
     effort_sign: np.ndarray = None
     effort_scale: float = 1.0
     position_scale: float = 1.0
+    passive: tuple = ()
 
 
 def predicted(estimate, samples):
@@ -73,14 +75,21 @@ def validate(estimate, samples, label, identified=None):
     return Validation(label, samples, predicted(estimate, samples) if identified is None else identified, nominal)
 
 
-def prepared(recording, model, cutoff, drive):
-    """A recording's :class:`Samples`: resampled, corrected (``drive``), checked for units slips, filtered."""
-    t, q, qd, tau = resample(recording, model)
+def corrected(recording, model, drive):
+    """(t, q, qd or None, tau) of a recording on one uniform grid (:func:`.samples.resample`) in the
+    URDF's conventions (``drive``), positions checked for a units slip: what both ``identify`` and
+    ``external-torques`` read."""
+    t, q, qd, tau = resample(recording, model, drive.passive)
     q = q * drive.position_scale
     qd = None if qd is None else qd * drive.position_scale
     check_positions(recording.source, model, q)
     sign = np.ones(model.nv) if drive.effort_sign is None else drive.effort_sign
-    samples = filtered(t, q, qd, tau * sign * drive.effort_scale, cutoff)
+    return t, q, qd, tau * sign * drive.effort_scale
+
+
+def prepared(recording, model, cutoff, drive):
+    """A recording's :class:`Samples`: resampled, corrected (``drive``), checked for units slips, filtered."""
+    samples = filtered(*corrected(recording, model, drive), cutoff)
     check_torques(recording.source, model, samples, degrees_possible=drive.position_scale == 1)
     return samples
 
@@ -119,6 +128,7 @@ def identify(recordings, model, friction=False, payload=None, validation=None, c
         result = estimate(problem, samples)
         return result, validate(result, held, validation.source)
     masks = splits(holdout, samples.source)
+    _check_parts(holdout, masks)
     _warn_if_repeated(samples, masks, period, describe(holdout, [r.source for r in recordings]))
     if holdout.kind != "kfold":
         fit, held = masks[0]
@@ -129,6 +139,18 @@ def identify(recordings, model, friction=False, payload=None, validation=None, c
         out_of_block[held] = predicted(estimate(problem, samples.part(fit)), samples.part(held))
     result = estimate(problem, samples)
     return result, validate(result, samples, describe(holdout, [r.source for r in recordings]), out_of_block)
+
+
+MIN_PART = 20  # states in the fit and in the held-out part, at least
+
+
+def _check_parts(holdout, masks):
+    option = f"kfold:{holdout.folds}" if holdout.kind == "kfold" else f"{holdout.kind}:{holdout.fraction:g}"
+    for fit, held in masks:
+        if min(fit.sum(), held.sum()) < MIN_PART:
+            raise IdentificationError(f"--holdout {option}: keeps {int(held.sum())} of {len(held)} samples for "
+                                      f"validation and {int(fit.sum())} for the fit; each needs at least {MIN_PART}: "
+                                      "give a fraction nearer 0.25")
 
 
 def _warn_if_repeated(samples, masks, period, label):

@@ -13,6 +13,7 @@ effort empty.  :func:`read_recording` reads either format:
 """
 
 import csv
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,7 +142,7 @@ def read_csv(path, rate=None):
     if len(data) == 0:
         raise RecordingError(f"{path}: a header but no data rows")
     if not timed:
-        data = np.column_stack([np.arange(len(data)) / rate, data])
+        data = np.column_stack([_restored_clock(path, header, data, rate), data])
         absent = np.column_stack([np.zeros(len(data), dtype=bool), absent])
         header = ["t"] + header
     recording = Recording(str(path))
@@ -153,6 +154,25 @@ def read_csv(path, rate=None):
     if not recording.series["q"]:
         raise RecordingError(f"{path}: no q_<joint> columns in the header (columns: t, q_<joint>, qd_<joint>, tau_<joint>)")
     return recording
+
+
+def _restored_clock(path, header, data, rate):
+    """The times of a CSV's rows at ``rate`` Hz, with the samples its clock dropped put back
+    (:func:`.drive.skipped_samples`, said in a warning)."""
+    from .drive import skipped_samples
+
+    columns = [index for index, column in enumerate(header) if column.startswith("q_")]
+    positions = data[:, columns]
+    rows = np.all(np.isfinite(positions), axis=1)
+    skipped = np.zeros(len(data), dtype=int)
+    skipped[rows] = skipped_samples(positions[rows])
+    if skipped.any():
+        where = np.flatnonzero(skipped)
+        warnings.warn(f"{path}: the clock dropped {int(skipped.sum())} sample(s) in {len(where)} place(s) (rows "
+                      f"{', '.join(str(k + 2) for k in where[:8])}{' ...' if len(where) > 8 else ''}: a position step a "
+                      "whole multiple of its neighbours'): their time was restored, and they are gaps in the clock",
+                      stacklevel=3)
+    return (np.arange(len(data)) + np.cumsum(skipped)) / rate
 
 
 def _typestore():
