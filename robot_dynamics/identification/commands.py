@@ -18,7 +18,9 @@ from .reading import (
     add_recording_arguments, check_recording_arguments, drive_settings, one_line_warnings, read_recordings, recording_model,
 )
 from .recording import RecordingError
-from .report import identified_urdf, parameter_table, payload_yaml, plot_validation, validation_lines
+from .report import (
+    identified_urdf, parameter_table, payload_yaml, plausibility_notes, plot_validation, validation_lines,
+)
 from .samples import DEFAULT_CUTOFF
 from .validation import parse_holdout, repeat_period
 from .visibility import visibility_lines
@@ -173,6 +175,8 @@ def _identify(args, model, urdf_path, out, err):
     estimate, check = identify(recordings, model, friction=args.friction, payload=args.payload,
                                validation=validation, cutoff=args.cutoff, holdout=holdout,
                                armature=args.armature, offsets=args.torque_offsets, drive=drive, period=period)
+    for note in plausibility_notes(estimate) if args.payload is None else ():
+        warnings.warn(note, stacklevel=1)
     seen = visibility_lines(estimate)
     files = {"identified.urdf": identified_urdf(urdf_path, estimate, args.payload),
              "parameters.txt": parameter_table(estimate, check) + "\n" + "\n".join(seen) + "\n"}

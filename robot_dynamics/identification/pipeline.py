@@ -8,7 +8,7 @@ optionally with its own constant torque offset per joint.  The held-out part fol
 """
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -67,9 +67,10 @@ def predicted(estimate, samples):
     return torques
 
 
-def validate(estimate, samples, label, identified=None):
-    """The identified model's (``identified``, else predicted) and the input URDF's torques against ``samples``."""
-    model, qd = estimate.problem.model, samples.qd
+def validate(estimate, samples, label, identified=None, nominal_model=None):
+    """The identified model's (``identified``, else predicted) and the input URDF's (``nominal_model``,
+    default the problem's, its friction included) torques against ``samples``."""
+    model, qd = nominal_model or estimate.problem.model, samples.qd
     nominal = (rd.inverse_dynamics(model, samples.q, qd, samples.qdd) + model.viscous_damping * qd
                + model.friction * samples.coulomb)
     return Validation(label, samples, predicted(estimate, samples) if identified is None else identified, nominal)
@@ -118,6 +119,10 @@ def identify(recordings, model, friction=False, payload=None, validation=None, c
             raise IdentificationError(f"holdout must be in (0, 1), got {holdout}")
         holdout = Holdout("last", float(holdout))
     count = len(recordings) if offsets else 0
+    nominal = model
+    if not friction and payload is None and (np.any(model.viscous_damping) or np.any(model.friction)):
+        warnings.warn(friction_note(model), stacklevel=2)
+        model = without_friction(model)
     problem = (payload_problem(model, payload, friction, offsets=count) if payload is not None
                else full_problem(model, friction, armature, offsets=count))
     samples = stacked([prepared(recording, model, cutoff, drive) for recording in recordings])
@@ -126,19 +131,34 @@ def identify(recordings, model, friction=False, payload=None, validation=None, c
         held = Samples(*(getattr(held, f) for f in ("t", "q", "qd", "qdd", "tau", "coulomb")),
                        source=np.full(len(held.t), len(recordings)))
         result = estimate(problem, samples)
-        return result, validate(result, held, validation.source)
+        return result, validate(result, held, validation.source, nominal_model=nominal)
     masks = splits(holdout, samples.source)
     _check_parts(holdout, masks)
     _warn_if_repeated(samples, masks, period, describe(holdout, [r.source for r in recordings]))
     if holdout.kind != "kfold":
         fit, held = masks[0]
         result = estimate(problem, samples.part(fit))
-        return result, validate(result, samples.part(held), describe(holdout, [r.source for r in recordings]))
+        return result, validate(result, samples.part(held), describe(holdout, [r.source for r in recordings]),
+                                nominal_model=nominal)
     out_of_block = np.empty_like(samples.tau)
     for fit, held in masks:
         out_of_block[held] = predicted(estimate(problem, samples.part(fit)), samples.part(held))
     result = estimate(problem, samples)
-    return result, validate(result, samples, describe(holdout, [r.source for r in recordings]), out_of_block)
+    return result, validate(result, samples, describe(holdout, [r.source for r in recordings]), out_of_block, nominal)
+
+
+def without_friction(model):
+    """The model with no joint or motor friction: a rigid-body fit's (``identify`` without ``--friction``)."""
+    zeros = np.zeros(model.nv)
+    zeros.setflags(write=False)  # read-only like every array of the model
+    return replace(model, damping=zeros, friction=zeros, motor_damping=zeros)
+
+
+def friction_note(model):
+    joints = [name for name, d, f in zip(model.joint_names, model.viscous_damping, model.friction) if d or f]
+    return (f"the URDF's friction (damping up to {np.max(model.viscous_damping):.3g}, friction up to "
+            f"{np.max(model.friction):.3g} on {', '.join(joints)}) is left out: without --friction the fit is rigid-body "
+            "only and identified.urdf sets it to 0; pass --friction to identify it")
 
 
 MIN_PART = 20  # states in the fit and in the held-out part, at least

@@ -117,10 +117,10 @@ def read_recordings(paths, args, locks):
 def one_line_warnings(err):
     """Every warning raised inside (the library's and numpy's alike), written to ``err`` as one line
     ``warning: <message>``, without Python's source line."""
-    with warnings.catch_warnings(record=True) as caught:
+    def show(message, *_):
+        err.write(f"warning: {message}\n")
+
+    with warnings.catch_warnings():
         warnings.simplefilter("always")
-        try:
-            yield
-        finally:
-            for warning in caught:
-                err.write(f"warning: {warning.message}\n")
+        warnings.showwarning = show
+        yield

@@ -61,6 +61,8 @@ class Settings(TaskSpaceFields):
     collision_release: float = CONTACT_PARAMETERS[6].default
     collision_min_duration: float = CONTACT_PARAMETERS[7].default
     collision_reaction: str = "none"
+    external_torque_wrench: str = "full"
+    external_torque_passive: tuple = ()
 
 
 _D = Settings()
