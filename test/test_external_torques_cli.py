@@ -142,3 +142,30 @@ def test_the_missing_joint_hint_names_an_option_the_command_has(tmp_path, capsys
     assert cli.main(["external-torques", str(tmp_path / "run.csv"), "--urdf", "arm7_gripper", "--friction",
                      "--lock", "arm7_finger_joint1=0.02", "--output", str(tmp_path / "out")]) == 0
     assert "r_arm7_finger_joint1" not in (tmp_path / "out" / "external_torques.csv").read_text().splitlines()[0]
+
+
+def test_a_passive_joint_has_zero_torque_and_needs_no_effort(tmp_path, capsys):
+    """The gripper's finger left unactuated (no torque, no effort recorded): --passive gives it
+    tau = 0, and the residual is the model's (exact here) on every joint, the finger's included."""
+    model = rd.load_urdf(str(bundled_urdf("arm7_gripper")))
+    sim = Simulator(model, q=HOME, apply_damping=True, apply_friction=True, enforce_position_limits=False)
+    rows = [(sim.t, sim.q, sim.qd, np.zeros(model.nv))]
+    for _ in range(1500):
+        tau = rd.gravity_torques(model, sim.q) + 40 * (HOME + 0.2 * np.sin(3 * sim.t) - sim.q) - 6 * sim.qd
+        tau[7] = 0.0
+        sim.step(tau, 1e-3)
+        rows.append((sim.t, sim.q, sim.qd, sim.applied_effort))
+    t, q, qd, tau = (np.array(column) for column in zip(*rows))
+    write_csv(tmp_path / "run.csv", model.joint_names, t, q, qd, tau)
+    lines = (tmp_path / "run.csv").read_text().splitlines()
+    drop = lines[0].split(",").index("tau_arm7_finger_joint1")
+    (tmp_path / "run.csv").write_text("\n".join(",".join(c for k, c in enumerate(line.split(",")) if k != drop)
+                                                for line in lines) + "\n")
+    _refused(capsys, ["external-torques", str(tmp_path / "run.csv"), "--urdf", "arm7_gripper", "--output",
+                      str(tmp_path / "out")], "no efforts for joint(s) arm7_finger_joint1", "--passive arm7_finger_joint1")
+    assert cli.main(["external-torques", str(tmp_path / "run.csv"), "--urdf", "arm7_gripper", "--friction", "--gain",
+                     "50", "--passive", "arm7_finger_joint1", "--output", str(tmp_path / "out")]) == 0
+    _, table = read_table(tmp_path / "out" / "external_torques.csv")
+    settled = table[:, 0] > 0.2
+    assert np.abs(table[settled, 1:1 + model.nv]).max() < 0.02
+    capsys.readouterr()
