@@ -40,7 +40,7 @@ def _table(stdout, first_column):
 
 
 def test_the_dropped_samples_are_found_and_the_clock_restored():
-    from robot_dynamics.identification.drive import skipped_samples
+    from robot_dynamics.identification.recording import skipped_samples
 
     q = _columns("q")
     assert np.flatnonzero(skipped_samples(q)).tolist() == [1063, 2820]  # where the README says
@@ -52,7 +52,7 @@ def test_the_dropped_samples_are_found_and_the_clock_restored():
 
 
 def test_a_smooth_recording_has_no_skips_and_every_simulated_drop_is_found():
-    from robot_dynamics.identification.drive import skipped_samples
+    from robot_dynamics.identification.recording import skipped_samples
 
     t = np.arange(0, 20, 0.01)
     q = np.column_stack([0.5 * np.sin(0.7 * t + k) + 1e-6 * np.random.default_rng(k).normal(size=len(t))

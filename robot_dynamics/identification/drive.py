@@ -6,7 +6,7 @@
   (the robot's clock, when its period is evident as the most common step); each is reported.
 * **Dropped samples** in a recording without time stamps (a CSV read with ``--rate``): a row the
   logger's clock skipped shows as a position step a whole multiple of its neighbours' (twice for
-  one missing sample); :func:`skipped_samples` finds them and the reader restores the time.
+  one missing sample); :func:`.recording.skipped_samples` finds them and the reader restores the time.
 * **Effort conventions**: a drive may report torques with the opposite sign (``--effort-sign``,
   per joint or for all) or in other units (``--effort-scale``, e.g. 0.001 for mN m).
 * **Units slips**, checked against the URDF: positions far beyond a joint's limits that fit
@@ -30,8 +30,6 @@ TORQUE_SCALE_WARNED = 3.0     # beyond this: warned (a URDF from CAD is off by t
 SIGNIFICANT = 0.1             # joints whose rigid-body torque is at least 10 % of the largest joint's are judged
 JITTER = 0.25                 # time steps beyond +-25 % of the median step are irregular
 GAP = 1.5                     # a time step over 1.5 median steps is a gap in the clock
-SKIP_TOLERANCE = 0.1          # a step within 10 % of m + 1 times its neighbours' (and along them) skipped m samples
-MAX_SKIP = 50                 # longer skips are not told from a jerk of the arm by positions alone
 
 
 def parse_effort_signs(model, values):
@@ -70,29 +68,6 @@ def time_stamp_notes(source, t):
                          f"around {1e3 * median:.3g} ms ({100 * irregular:.1f} % off by more than {100 * JITTER:.0f} %: "
                          "a logger's clock?): the samples were interpolated onto a uniform grid at that median step")
     return notes
-
-
-def skipped_samples(q):
-    """(N,) ints: how many samples the clock dropped just before each row of positions (N, n) taken
-    at a uniform rate.  Row ``k`` follows a skip of ``m`` samples when its step ``d_k = q_k - q_k-1``
-    is ``m + 1`` times the mean of its neighbours' steps, within ``SKIP_TOLERANCE`` in length and in
-    direction (``|d_k - (m + 1) (d_k-1 + d_k+1) / 2| <= SKIP_TOLERANCE |d_k|``): the arm's velocity
-    is smooth over three samples, so a step that long is time that passed unrecorded.  Steps of an
-    arm at rest (below 1e-9 rad or m) tell nothing."""
-    skipped = np.zeros(len(q), dtype=int)
-    if len(q) < 4:
-        return skipped
-    steps = np.diff(q, axis=0)
-    neighbours = 0.5 * (steps[:-2] + steps[2:])
-    middle = steps[1:-1]
-    length, unit = np.linalg.norm(middle, axis=1), np.linalg.norm(neighbours, axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(unit > 1e-9, length / unit, 0.0)
-    multiple = np.rint(ratio)
-    along = np.linalg.norm(middle - multiple[:, None] * neighbours, axis=1) <= SKIP_TOLERANCE * length
-    found = (multiple >= 2) & (multiple <= MAX_SKIP + 1) & (np.abs(ratio - multiple) <= SKIP_TOLERANCE * multiple) & along
-    skipped[2:-1][found] = (multiple[found] - 1).astype(int)
-    return skipped
 
 
 def check_positions(source, model, q):

@@ -9,7 +9,7 @@ Velocities: the recorded ones, as the node takes them; a recording without them 
 derivative of its positions low-passed by the same zero-phase filter as ``identify``
 (``--cutoff``, default 10 Hz): central differences alone turn encoder quantisation into velocity
 noise that the observer passes on, amplified by the gain.  Gaps in the clock (a time step over
-1.5 median steps, or samples a CSV's clock dropped, found by :func:`~robot_dynamics.identification.drive.skipped_samples`)
+1.5 median steps, or samples a CSV's clock dropped, found by :func:`~robot_dynamics.identification.recording.skipped_samples`)
 are reported and the observer restarts after each, as the node does.
 
 On a recording without contact the residual is the model's error plus noise.  The gain: each of
