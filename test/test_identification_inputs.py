@@ -252,3 +252,27 @@ def identified_model(tmp_path, run, cache={}):
 def test_excite_to_an_unwritable_place_is_one_line(tmp_path):
     _refused(_cli("excite", "planar_2r", "--duration", "5", "--output", "/proc/nope.csv", cwd=tmp_path),
              "--output /proc/nope.csv", "cannot write")
+
+
+# ------------------------------------------------------------------ units check, plausibility (issue 36)
+
+def test_one_joint_in_other_units_is_refused_as_the_docs_say(tmp_path, run):
+    tau = run.tau.copy()
+    tau[:, 1] *= 100  # theta2's drive reports N cm, theta1's N m (the median over the joints is 10: not refused)
+    write_csv(tmp_path / "mixed.csv", run.joint_names, run.t, run.q, run.qd, tau)
+    _refused(_cli("identify", "mixed.csv", "--urdf", "planar_2r", "--output", "out", cwd=tmp_path),
+             "mixed.csv", "the torques of theta2 are", "times those its URDF model needs")
+    assert not (tmp_path / "out").exists()
+
+
+def test_implausible_links_are_warned_about_with_the_likely_causes(tmp_path, run):
+    """Torques 2.5 times the URDF model's (a load, a contact, a units slip the 3x warning misses):
+    the identified links come out heavier (the base parameters 2.5 times), and that is said, one line per link."""
+    write_csv(tmp_path / "heavy.csv", run.joint_names, run.t, run.q, run.qd, 2.5 * run.tau)
+    done = _cli("identify", "heavy.csv", "--urdf", "planar_2r", "--output", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    notes = [line for line in done.stderr.splitlines() if "implausible for a CAD URDF" in line]
+    assert notes and all(line.startswith("warning: the link moved by theta") for line in notes), done.stderr
+    assert any(": mass " in line for line in notes) and "contact or a load in the recording" in notes[0]
+    plain = _cli("identify", _plain(tmp_path, run), "--urdf", "planar_2r", "--output", "out2", cwd=tmp_path)
+    assert plain.returncode == 0 and "implausible for a CAD URDF" not in plain.stderr
