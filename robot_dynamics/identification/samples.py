@@ -73,7 +73,7 @@ def _clean(t, values, joint, quantity, source, bound=np.inf):
                       f"infinite or implausible (|value| > {bound:.3g}) and were dropped (check the driver that "
                       "publishes them)", stacklevel=3)
         if bad.mean() > 0.5:
-            raise IdentificationError(f"{source}: most {quantity} samples of joint {joint!r} are not finite")
+            raise IdentificationError(f"{source}: most {quantity} samples of joint {joint!r} are not finite or implausible")
     t, values = t[~bad], values[~bad]
     order = np.argsort(t, kind="stable")
     t, values = t[order], values[order]
