@@ -103,6 +103,9 @@ def identify(recordings, model, friction=False, payload=None, validation=None, c
     """(:class:`~.identify.Estimate`, :class:`Validation`) from one or several
     :class:`~.recording.Recording`.
 
+    ``friction`` identifies viscous and Coulomb friction per joint; without it a whole-robot fit is
+    rigid body only and the URDF's friction is left out (warned: a URDF's ``<dynamics>`` are often a
+    simulator's values), while ``payload`` trusts the robot's URDF, its friction included.
     The armature is estimated on the coordinates whose URDF gives one, or on every coordinate with
     ``armature`` (not with ``payload``: the robot is trusted); ``offsets``: a constant torque
     offset per joint and recording.  Without a ``validation`` recording the part ``holdout``
