@@ -49,6 +49,12 @@ def check_file(path, option="--output"):
         raise OutputError(f"{option} {path}: no directory {parent}")
     if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise OutputError(f"{option} {path}: cannot write there (permission denied)")
+    try:  # a probe, as in check_directory
+        handle, probe = tempfile.mkstemp(prefix=".probe.", dir=parent)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as error:
+        raise OutputError(f"{option} {path}: cannot write ({error.strerror})") from None
 
 
 def write_file(path, write, option="--output"):
