@@ -72,7 +72,8 @@ from .model import MASS, PARENT
 from .spatial import dot, inertia_times, inertia_to_parent, motion_cross
 from .wrenches import frame_in_world, wrench_seen_in
 
-__all__ = ["MomentumObserver", "check_wrench_frame", "momentum_terms", "tip_frame", "wrench_from_torques"]
+__all__ = ["MomentumObserver", "check_wrench_frame", "force_from_torques", "momentum_terms", "tip_frame",
+           "wrench_from_torques"]
 
 
 DEFAULT_DAMPING = 1e-3
@@ -249,17 +250,32 @@ def wrench_from_torques(model, q, frame, torques, damping=DEFAULT_DAMPING):
     return wrench
 
 
+def force_from_torques(J, torques, damping=DEFAULT_DAMPING):
+    """The force ``f`` at the origin of the frame of the world-aligned Jacobian ``J`` (6, n), no moment,
+    whose ``J_v^T f`` is closest to ``torques``: ``f = (J_v J_v^T + lambda^2 I)^-1 J_v r`` with ``J_v`` the
+    linear rows.  A point contact: 3 unknowns, meaningful with 3 joints or more, where the full wrench's
+    6 unknowns are not determined by fewer than 6."""
+    linear = np.asarray(J, dtype=float)[3:]
+    return np.linalg.solve(linear @ linear.T + damping * damping * np.eye(3), linear @ np.asarray(torques, dtype=float))
+
+
 class MomentumObserver:
     """The residual ``r`` (external joint torques, model order) and the wrench at ``frame``, sample by sample.
 
     ``gain`` is ``K_O`` (1/s, > 0); ``frame`` a link for :attr:`wrench` (None: no wrench);
     ``friction`` subtracts the URDF friction ``B qd + F_c tanh(qd / eps)`` (``B`` the joints' and
-    rotors' viscous damping, as the simulator applies it); ``damping`` is the pseudo-inverse's ``lambda``.
+    rotors' viscous damping, as the simulator applies it); ``damping`` is the pseudo-inverse's ``lambda``;
+    ``wrench`` is ``"full"`` (``[moment; force]``) or ``"force"`` (a point force at the frame's origin,
+    :func:`force_from_torques`, the moment 0).
     Call :meth:`update` with each state, in time order; the first sample (and the first after
     :meth:`reset`, or one older than the last) starts the observer at ``r = 0``; a repeated time is skipped.
     """
 
-    def __init__(self, model, gain, frame=None, friction=False, friction_velocity=0.01, damping=DEFAULT_DAMPING):
+    def __init__(self, model, gain, frame=None, friction=False, friction_velocity=0.01, damping=DEFAULT_DAMPING,
+                 wrench="full"):
+        if wrench not in ("full", "force"):
+            raise ValueError(f"wrench must be 'full' or 'force', got {wrench!r}")
+        self.point_force = wrench == "force"
         if not (math.isfinite(gain) and gain > 0):
             raise ValueError(f"the observer gain K_O must be a positive finite number (1/s), got {gain!r}")
         if not (math.isfinite(friction_velocity) and friction_velocity > 0):
@@ -352,6 +368,9 @@ class MomentumObserver:
                 self.reset()
             raise ValueError(f"{' and '.join(bad or ['the residual'])} not finite")
         self._time = t
+        if self.point_force and self._body >= 0:
+            self._wrench[:3] = 0.0
+            self._wrench[3:] = force_from_torques(self._J, self._memory[0], self.damping)
         return self._memory[0].copy()
 
     def _vector(self, values, what):

@@ -64,6 +64,7 @@ def loop(tmp_path_factory, harness, model):
     dyn_params = write_params(tmp / "dyn.yaml", {
         "robot_description": panda7_urdf(), "command_source": "computed", "publish_mass_matrix": False,
         "external_torque.enabled": True, "external_torque.frame": LINK,
+        "external_torque.gain": 50.0,  # the simulator's exact velocities allow more than the default's 10 1/s
         "collision.thresholds": [100.0] * 7, "collision.reaction": "gravity",
     })
     simulator = NodeProcess("simulator_node", tmp / "sim.log", sim_params)

@@ -75,19 +75,103 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     model, t, q, qd, tau, _ = recorded_run(push_from=1e9)
     recording = tmp_path / "run.csv"
     write_csv(recording, model.joint_names, t, q, qd)  # no efforts
-    assert cli.main(["external-torques", str(recording), "--urdf", "arm7_gripper"]) == 1
+    assert cli.main(["external-torques", str(recording), "--urdf", "arm7_gripper"]) == 2
     message = capsys.readouterr().err.strip()
     assert "no efforts" in message and "\n" not in message
-    assert cli.main(["external-torques", str(recording), "--urdf", "arm7_gripper", "--frame", "nowhere"]) == 1
+    assert cli.main(["external-torques", str(recording), "--urdf", "arm7_gripper", "--frame", "nowhere"]) == 2
     assert "--frame 'nowhere'" in capsys.readouterr().err
     # a frame no joint moves has no wrench (NaN columns before): refused, before the work, with the reason
     assert cli.main(["external-torques", str(tmp_path / "missing.csv"), "--urdf", "arm7_gripper", "--frame",
-                     "arm7_link0", "--output", str(tmp_path / "root")]) == 1
+                     "arm7_link0", "--output", str(tmp_path / "root")]) == 2
     message = capsys.readouterr().err.strip()
     assert "--frame 'arm7_link0' is fixed to the base" in message and "\n" not in message
     assert not (tmp_path / "root").exists()
-    assert cli.main(["external-torques", str(tmp_path / "missing.csv"), "--urdf", "arm7_gripper"]) == 1
+    assert cli.main(["external-torques", str(tmp_path / "missing.csv"), "--urdf", "arm7_gripper"]) == 2
     assert "no such recording" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["external-torques", str(recording)])
     assert exit_info.value.code == 2
+
+
+# ------------------------------------------------------------------------- round 3 (issue 31, item 10)
+
+def _refused(capsys, argv, *words):
+    """Exit 2 and one error line naming ``words``, no traceback (cli.main returns the status)."""
+    assert cli.main(argv) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines and all(line.startswith("warning: ") for line in lines[:-1]), lines
+    for word in words:
+        assert word in lines[-1], (word, lines)
+
+
+def test_outputs_that_cannot_take_the_results_are_refused_before_the_work(tmp_path, capsys, monkeypatch):
+    model, t, q, qd, tau, _ = recorded_run(push_from=1e9)
+    write_csv(tmp_path / "run.csv", model.joint_names, t[:300], q[:300], qd[:300], tau[:300])
+    base = [str(tmp_path / "run.csv"), "--urdf", "arm7_gripper"]
+    from robot_dynamics.tools import external_torques as tool
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the observer ran before the output was checked")
+
+    monkeypatch.setattr(tool, "external_torques", no_work)
+    (tmp_path / "a_file").write_text("keep me")
+    _refused(capsys, ["external-torques", *base, "--output", str(tmp_path / "a_file")], "not a directory")
+    assert (tmp_path / "a_file").read_text() == "keep me"
+    _refused(capsys, ["external-torques", *base, "--output", str(tmp_path / "a_file" / "sub")], "is a file")
+    (tmp_path / "out" / "external_torques.png").mkdir(parents=True)
+    _refused(capsys, ["external-torques", *base, "--output", str(tmp_path / "out")], "external_torques.png",
+             "not a file")
+    monkeypatch.undo()
+    _refused(capsys, ["external-torques", *base, "--output", str(tmp_path / "out")], "external_torques.png")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["external_torques.png"]  # no half-written CSV
+    _refused(capsys, ["external-torques", *base, "--output", "/proc/nope"], "--output /proc/nope")
+
+
+def test_an_absurd_effort_is_dropped_not_turned_into_thresholds(tmp_path, capsys):
+    model, t, q, qd, tau, _ = recorded_run(push_from=1e9)
+    tau = tau.copy()
+    tau[1000, 2] = 1e300
+    write_csv(tmp_path / "run.csv", model.joint_names, t, q, qd, tau)
+    assert cli.main(["external-torques", str(tmp_path / "run.csv"), "--urdf", "arm7_gripper", "--friction",
+                     "--output", str(tmp_path / "out")]) == 0
+    captured = capsys.readouterr()
+    assert "1 of 2001 tau samples of joint 'arm7_joint3'" in captured.err and "implausible" in captured.err
+    thresholds = [float(x) for x in captured.out.split("collision.thresholds: [")[1].split("]")[0].split(",")]
+    assert np.all(np.isfinite(thresholds)) and max(thresholds) < 1.0, thresholds
+
+
+def test_the_missing_joint_hint_names_an_option_the_command_has(tmp_path, capsys):
+    model, t, q, qd, tau, _ = recorded_run(push_from=1e9)
+    write_csv(tmp_path / "run.csv", model.joint_names[:7], t, q[:, :7], qd[:, :7], tau[:, :7])
+    _refused(capsys, ["external-torques", str(tmp_path / "run.csv"), "--urdf", "arm7_gripper", "--output",
+                      str(tmp_path / "out")], "--lock arm7_finger_joint1=VALUE")
+    assert cli.main(["external-torques", str(tmp_path / "run.csv"), "--urdf", "arm7_gripper", "--friction",
+                     "--lock", "arm7_finger_joint1=0.02", "--output", str(tmp_path / "out")]) == 0
+    assert "r_arm7_finger_joint1" not in (tmp_path / "out" / "external_torques.csv").read_text().splitlines()[0]
+
+
+def test_a_passive_joint_has_zero_torque_and_needs_no_effort(tmp_path, capsys):
+    """The gripper's finger left unactuated (no torque, no effort recorded): --passive gives it
+    tau = 0, and the residual is the model's (exact here) on every joint, the finger's included."""
+    model = rd.load_urdf(str(bundled_urdf("arm7_gripper")))
+    sim = Simulator(model, q=HOME, apply_damping=True, apply_friction=True, enforce_position_limits=False)
+    rows = [(sim.t, sim.q, sim.qd, np.zeros(model.nv))]
+    for _ in range(1500):
+        tau = rd.gravity_torques(model, sim.q) + 40 * (HOME + 0.2 * np.sin(3 * sim.t) - sim.q) - 6 * sim.qd
+        tau[7] = 0.0
+        sim.step(tau, 1e-3)
+        rows.append((sim.t, sim.q, sim.qd, sim.applied_effort))
+    t, q, qd, tau = (np.array(column) for column in zip(*rows))
+    write_csv(tmp_path / "run.csv", model.joint_names, t, q, qd, tau)
+    lines = (tmp_path / "run.csv").read_text().splitlines()
+    drop = lines[0].split(",").index("tau_arm7_finger_joint1")
+    (tmp_path / "run.csv").write_text("\n".join(",".join(c for k, c in enumerate(line.split(",")) if k != drop)
+                                                for line in lines) + "\n")
+    _refused(capsys, ["external-torques", str(tmp_path / "run.csv"), "--urdf", "arm7_gripper", "--output",
+                      str(tmp_path / "out")], "no efforts for joint(s) arm7_finger_joint1", "--passive arm7_finger_joint1")
+    assert cli.main(["external-torques", str(tmp_path / "run.csv"), "--urdf", "arm7_gripper", "--friction", "--gain",
+                     "50", "--passive", "arm7_finger_joint1", "--output", str(tmp_path / "out")]) == 0
+    _, table = read_table(tmp_path / "out" / "external_torques.csv")
+    settled = table[:, 0] > 0.2
+    assert np.abs(table[settled, 1:1 + model.nv]).max() < 0.02
+    capsys.readouterr()

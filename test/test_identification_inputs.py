@@ -197,3 +197,82 @@ def _plain(tmp_path, run):
     path = tmp_path / "plain.csv"
     write_csv(path, run.joint_names, run.t, run.q, run.qd, run.tau)
     return path
+
+
+# ------------------------------------------------------------------------- round 3 (issue 31, item 11)
+
+@pytest.mark.parametrize("holdout", ["first:0.0001", "last:0.0001", "last:0.9999"])
+def test_a_holdout_that_leaves_too_few_samples_is_refused_naming_the_option(tmp_path, run, holdout):
+    write_csv(tmp_path / "run.csv", run.joint_names, run.t, run.q, run.qd, run.tau)
+    done = _cli("identify", "run.csv", "--urdf", "planar_2r", "--holdout", holdout, "--output", "out", cwd=tmp_path)
+    _refused(done, f"--holdout {holdout}", "samples")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_lock_on_a_joint_the_recording_moves_or_beyond_its_limits_is_refused(tmp_path):
+    arm = rd.load_urdf("arm7_gripper")
+    t = np.arange(0, 1, 0.01)
+    q = np.tile(arm.position_limits.mean(axis=1).clip(-1, 1), (len(t), 1))
+    q[:, 0] = 0.5 + 0.3 * np.sin(t)  # joint 1 moves
+    write_csv(tmp_path / "run.csv", arm.joint_names, t, q, None, np.zeros_like(q))
+    done = _cli("identify", "run.csv", "--urdf", "arm7_gripper", "--lock", "arm7_joint1=0.5", "--output", "out",
+                cwd=tmp_path)
+    _refused(done, "--lock arm7_joint1=0.5", "moves", "run.csv")
+    done = _cli("identify", "run.csv", "--urdf", "arm7_gripper", "--lock", "arm7_finger_joint1=5", "--output", "out",
+                cwd=tmp_path)
+    _refused(done, "--lock arm7_finger_joint1=5", "limits [0, 0.04]")
+    assert not (tmp_path / "out").exists()
+
+
+def test_one_absurd_position_or_effort_is_dropped_and_said_and_the_fit_unchanged(tmp_path, planar, run):
+    reference = identify(read_recording(_plain(tmp_path, run)), planar)[0]
+    for column, value in (("q", 1e300), ("tau", 1e300), ("tau", 1e9)):
+        q, tau = run.q.copy(), run.tau.copy()
+        (q if column == "q" else tau)[len(q) // 2, 1] = value
+        write_csv(tmp_path / "bad.csv", run.joint_names, run.t, q, run.qd, tau)
+        done = _cli("identify", "bad.csv", "--urdf", "planar_2r", "--output", "out", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert "Warning" not in done.stderr and "overflow" not in done.stderr
+        assert f"1 of {len(run.t)} {column} samples of joint 'theta2'" in done.stderr and "implausible" in done.stderr
+        found = rd.load_urdf(tmp_path / "out" / "identified.urdf")
+        reference_urdf = identified_model(tmp_path, run)
+        np.testing.assert_allclose(rd.inertial_parameters(found), rd.inertial_parameters(reference_urdf),
+                                   rtol=0.02, atol=1e-3)
+    assert reference.samples > 0
+
+
+def identified_model(tmp_path, run, cache={}):
+    if "model" not in cache:
+        done = _cli("identify", _plain(tmp_path, run), "--urdf", "planar_2r", "--output", "ref", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        cache["model"] = rd.load_urdf(tmp_path / "ref" / "identified.urdf")
+    return cache["model"]
+
+
+def test_excite_to_an_unwritable_place_is_one_line(tmp_path):
+    _refused(_cli("excite", "planar_2r", "--duration", "5", "--output", "/proc/nope.csv", cwd=tmp_path),
+             "--output /proc/nope.csv", "cannot write")
+
+
+# ------------------------------------------------------------------ units check, plausibility (issue 36)
+
+def test_one_joint_in_other_units_is_refused_as_the_docs_say(tmp_path, run):
+    tau = run.tau.copy()
+    tau[:, 1] *= 100  # theta2's drive reports N cm, theta1's N m (the median over the joints is 10: not refused)
+    write_csv(tmp_path / "mixed.csv", run.joint_names, run.t, run.q, run.qd, tau)
+    _refused(_cli("identify", "mixed.csv", "--urdf", "planar_2r", "--output", "out", cwd=tmp_path),
+             "mixed.csv", "the torques of theta2 are", "times those its URDF model needs")
+    assert not (tmp_path / "out").exists()
+
+
+def test_implausible_links_are_warned_about_with_the_likely_causes(tmp_path, run):
+    """Torques 2.5 times the URDF model's (a load, a contact, a units slip the 3x warning misses):
+    the identified links come out heavier (the base parameters 2.5 times), and that is said, one line per link."""
+    write_csv(tmp_path / "heavy.csv", run.joint_names, run.t, run.q, run.qd, 2.5 * run.tau)
+    done = _cli("identify", "heavy.csv", "--urdf", "planar_2r", "--output", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    notes = [line for line in done.stderr.splitlines() if "implausible for a CAD URDF" in line]
+    assert notes and all(line.startswith("warning: the link moved by theta") for line in notes), done.stderr
+    assert any(": mass " in line for line in notes) and "contact or a load in the recording" in notes[0]
+    plain = _cli("identify", _plain(tmp_path, run), "--urdf", "planar_2r", "--output", "out2", cwd=tmp_path)
+    assert plain.returncode == 0 and "implausible for a CAD URDF" not in plain.stderr

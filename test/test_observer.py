@@ -147,3 +147,46 @@ def test_tip_frame_and_bad_input(panda, arm7):
         observer.update(1e-3, Q_PANDA, np.zeros(7), [np.nan] + [0.0] * 6)
     with pytest.raises(ValueError, match="7 values"):
         observer.update(1e-3, Q_PANDA, np.zeros(6), np.zeros(7))
+
+
+# ------------------------------------------------------------------ point force, passive joints (issue 36)
+
+def test_a_point_force_is_estimated_back_where_the_full_wrench_is_not_determined():
+    """planar_2r (2 joints) held still, a force in its plane at the tip: r = J_v^T f.  The full
+    wrench's minimum-norm solution spreads r over a moment; the point force is the force."""
+    from robot_dynamics.observer import force_from_torques
+
+    arm = rd.load_urdf("planar_2r")
+    q = np.array([0.4, 0.9])
+    J = rd.jacobian(arm, q, "tip")
+    plane = np.flatnonzero(np.abs(J[3:]).sum(axis=1) > 1e-9)
+    force = np.zeros(3)
+    force[plane] = [3.0, -2.0][: len(plane)]
+    pushed = rd.gravity_torques(arm, q) - J[3:].T @ force  # held still against the push
+    results = {}
+    for kind in ("full", "force"):
+        observer = MomentumObserver(arm, 50.0, frame="tip", wrench=kind)
+        for k in range(1000):
+            observer.update(k * 1e-3, q, np.zeros(2), pushed)
+        results[kind] = observer.wrench.copy()
+    np.testing.assert_allclose(results["force"], np.r_[0, 0, 0, force], atol=1e-3)
+    np.testing.assert_allclose(force_from_torques(J, J[3:].T @ force), force, atol=1e-3)
+    assert np.linalg.norm(results["full"][3:] - force) > 0.2 * np.linalg.norm(force)
+    with pytest.raises(ValueError, match="wrench must be 'full' or 'force'"):
+        MomentumObserver(arm, 50.0, frame="tip", wrench="torque")
+
+
+def test_the_node_plan_takes_wrench_passive_and_a_gain_safe_for_encoders():
+    from robot_dynamics.nodes.contact_plan import coerce_contact
+    from robot_dynamics.nodes.dynamics_plan import Settings, make_plan
+
+    arm = rd.load_urdf("arm7_gripper")
+    plan = make_plan(arm, Settings(external_torque_enabled=True, external_torque_wrench="force",
+                                   external_torque_passive=("arm7_joint2",)))
+    assert plan.contact.sign.tolist() == [1, 0, 1, 1, 1, 1, 1, 1]  # tau_m = 0 on the passive joint
+    assert plan.contact.observer(arm).point_force
+    assert Settings().external_torque_gain <= 10.0
+    with pytest.raises(ValueError, match="external_torque.passive: 'nope' is not a joint"):
+        make_plan(arm, Settings(external_torque_enabled=True, external_torque_passive=("nope",)))
+    with pytest.raises(ValueError, match="external_torque.wrench must be one of full, force"):
+        coerce_contact("external_torque_wrench", "moment")

@@ -10,7 +10,8 @@ import numpy as np
 
 class CLIError(Exception):
     """A user error: printed as one line on stderr, exit status ``status`` (1; 2 for bad input to
-    ``excite``/``identify``/``check-trajectory``: a recording or trajectory, an option's value, an output path)."""
+    ``excite``/``identify``/``external-torques``/``check-trajectory``: a recording or trajectory, an option's value,
+    an output path)."""
 
     def __init__(self, message, status=1):
         super().__init__(message)

@@ -39,9 +39,9 @@ def run_demo(args):
 def run(args):
     from ..tools import external_torques
 
-    model, _, load_warnings = load_model(args.urdf, args.command)
+    model, path, load_warnings = load_model(args.urdf, args.command)
     warn(load_warnings)
     try:
-        return external_torques.run(args, model, sys.stdout, sys.stderr)
-    except external_torques.ERRORS as error:
-        raise CLIError(str(error)) from None
+        return external_torques.run(args, model, path, sys.stdout, sys.stderr)
+    except external_torques.ERRORS as error:  # bad input: a recording, an option's value, an output path
+        raise CLIError(str(error), status=2) from None

@@ -11,12 +11,16 @@ import warnings
 import numpy as np
 
 from . import excitation as ex
-from .drive import parse_effort_signs
 from .identify import IdentificationError
 from .output import OutputError, check_directory, check_file, write_directory
-from .pipeline import DriveSettings, identify
-from .recording import RecordingError, read_recording
-from .report import identified_urdf, parameter_table, payload_yaml, plot_validation, validation_lines
+from .pipeline import identify
+from .reading import (
+    add_recording_arguments, check_recording_arguments, drive_settings, one_line_warnings, read_recordings, recording_model,
+)
+from .recording import RecordingError
+from .report import (
+    identified_urdf, parameter_table, payload_yaml, plausibility_notes, plot_validation, validation_lines,
+)
 from .samples import DEFAULT_CUTOFF
 from .validation import parse_holdout, repeat_period
 from .visibility import visibility_lines
@@ -53,23 +57,10 @@ def add_excite_arguments(parser):
 
 
 def add_identify_arguments(parser):
-    parser.add_argument("recordings", nargs="+", metavar="RECORDING",
-                        help="rosbag2 directory (sqlite3 or MCAP) or CSV file; several are fitted together")
-    parser.add_argument("--urdf", required=True, help="the robot's URDF (file or bundled robot name)")
-    parser.add_argument("--lock", action="append", default=[], metavar="JOINT=VALUE",
-                        help="hold a joint the recording lacks at a position (rad or m), folded into its parent link "
-                             "like a fixed joint (repeatable; joints that mimic it follow)")
-    parser.add_argument("--topic", default="joint_states", help="JointState topic in a bag (default joint_states)")
-    parser.add_argument("--rate", type=float, metavar="HZ", help="sampling rate of a CSV recording without a t column")
+    add_recording_arguments(parser)
     parser.add_argument("--friction", action="store_true", help="identify viscous and Coulomb friction per joint")
     parser.add_argument("--torque-offsets", action="store_true",
                         help="identify a constant torque offset per joint and recording (a drive's bias)")
-    parser.add_argument("--effort-sign", nargs="+", default=[], metavar="SIGN",
-                        help="-1 for every joint, or joint=-1 pairs: drives that report effort with the opposite sign")
-    parser.add_argument("--effort-scale", type=float, default=1.0, metavar="S",
-                        help="multiply the recorded efforts by S (0.001 for efforts in mN m; default 1)")
-    parser.add_argument("--position-unit", choices=("rad", "deg"), default="rad",
-                        help="unit of the recorded revolute positions and velocities (default rad)")
     parser.add_argument("--armature", action="store_true",
                         help="identify the armature (reflected rotor inertia) of every joint, not only of the joints "
                              "whose URDF <transmission> gives one")
@@ -169,8 +160,8 @@ def _warn_workspace(model, excitation, q, args, err):
               f"'swing' above, 'to limit' the margin kept to the URDF limits); {frame} sweeps x {low[0]:+.2f}..{high[0]:+.2f}, "
               f"y {low[1]:+.2f}..{high[1]:+.2f}, z {low[2]:+.2f}..{high[2]:+.2f} m in the base frame"
               + (" (below the base: through a table it stands on)" if low[2] < 0 else "") + ". Before playing it "
-              f"on a real arm, clear that volume (the table, people, cables: self-collision is not checked) and start "
-              f"smaller: --scale 0.3 or --max-amplitude 0.5\n")
+              "on a real arm, clear that volume (the table, people, cables: self-collision is not checked) and start "
+              "smaller: --scale 0.3 or --max-amplitude 0.5\n")
 
 
 def _independent(model, armature):
@@ -179,28 +170,11 @@ def _independent(model, armature):
     return structural_base(full_problem(model, friction=False, armature=armature))[0]
 
 
-def parse_locks(values):
-    """{joint: position} from ['joint=0.02', ...]."""
-    locks = {}
-    for item in values:
-        name, _, value = item.partition("=")
-        try:
-            locks[name.strip()] = float(value)
-            if not name.strip() or not math.isfinite(locks[name.strip()]):
-                raise ValueError
-        except ValueError:
-            raise RecordingError(f"--lock {item!r}: give JOINT=VALUE with a finite position (rad or m)") from None
-    return locks
-
-
 def check_identify_arguments(args):
     """Refuse bad option values and an unusable output directory before any work."""
     _positive("--cutoff", args.cutoff, RecordingError)
-    if args.rate is not None:
-        _positive("--rate", args.rate, RecordingError)
-    if not (math.isfinite(args.effort_scale) and args.effort_scale != 0):
-        raise RecordingError(f"--effort-scale {args.effort_scale:g}: give a finite, non-zero factor")
-    check_directory(args.output)
+    check_recording_arguments(args)
+    check_directory(args.output, names=("identified.urdf", "parameters.txt", "payload.yaml", "validation.png"))
     return parse_holdout(args.holdout)
 
 
@@ -213,26 +187,22 @@ def _excitation_period(path):
 def run_identify(args, model, urdf_path, out, err):
     """``robot-dynamics identify``: identify, print the RMS errors and what the data cannot see,
     write DIR/identified.urdf etc. (all or nothing)."""
-    import robot_dynamics as rd
+    with one_line_warnings(err):
+        return _identify(args, model, urdf_path, out, err)
 
+
+def _identify(args, model, urdf_path, out, err):
     holdout = check_identify_arguments(args)
-    if args.lock:
-        try:
-            model = rd.load_urdf(urdf_path, locks=parse_locks(args.lock))
-        except rd.URDFError as error:
-            raise RecordingError(f"--lock: {error}") from None
-    drive = DriveSettings(parse_effort_signs(model, args.effort_sign), args.effort_scale,
-                          math.pi / 180 if args.position_unit == "deg" else 1.0)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        recordings = [read_recording(path, args.topic, args.rate) for path in args.recordings]
-        validation = read_recording(args.validate, args.topic, args.rate) if args.validate else None
-        period = _excitation_period(args.excitation) if args.excitation else None
-        estimate, check = identify(recordings, model, friction=args.friction, payload=args.payload,
-                                   validation=validation, cutoff=args.cutoff, holdout=holdout,
-                                   armature=args.armature, offsets=args.torque_offsets, drive=drive, period=period)
-    for warning in caught:
-        err.write(f"warning: {warning.message}\n")
+    model, locks = recording_model(args, model, urdf_path)
+    drive = drive_settings(args, model)
+    recordings = read_recordings(args.recordings, args, locks)
+    validation = read_recordings([args.validate], args, locks)[0] if args.validate else None
+    period = _excitation_period(args.excitation) if args.excitation else None
+    estimate, check = identify(recordings, model, friction=args.friction, payload=args.payload,
+                               validation=validation, cutoff=args.cutoff, holdout=holdout,
+                               armature=args.armature, offsets=args.torque_offsets, drive=drive, period=period)
+    for note in plausibility_notes(estimate) if args.payload is None else ():
+        warnings.warn(note, stacklevel=1)
     seen = visibility_lines(estimate)
     files = {"identified.urdf": identified_urdf(urdf_path, estimate, args.payload),
              "parameters.txt": parameter_table(estimate, check) + "\n" + "\n".join(seen) + "\n"}

@@ -4,6 +4,9 @@
   order, steps that jitter around the robot's period.  Repeats are dropped (the first kept),
   the rest sorted, and every series is interpolated onto one uniform grid at the median step
   (the robot's clock, when its period is evident as the most common step); each is reported.
+* **Dropped samples** in a recording without time stamps (a CSV read with ``--rate``): a row the
+  logger's clock skipped shows as a position step a whole multiple of its neighbours' (twice for
+  one missing sample); :func:`.recording.skipped_samples` finds them and the reader restores the time.
 * **Effort conventions**: a drive may report torques with the opposite sign (``--effort-sign``,
   per joint or for all) or in other units (``--effort-scale``, e.g. 0.001 for mN m).
 * **Units slips**, checked against the URDF: positions far beyond a joint's limits that fit
@@ -24,7 +27,9 @@ from .recording import RecordingError
 DEGREES_MARGIN = 1.2          # positions beyond 1.2x the distance to a joint's limits are "far beyond" them
 TORQUE_SCALE_REFUSED = 30.0   # measured/URDF torque scale beyond this (or below its inverse): a units slip
 TORQUE_SCALE_WARNED = 3.0     # beyond this: warned (a URDF from CAD is off by tens of percent, not by 3x)
+SIGNIFICANT = 0.1             # joints whose rigid-body torque is at least 10 % of the largest joint's are judged
 JITTER = 0.25                 # time steps beyond +-25 % of the median step are irregular
+GAP = 1.5                     # a time step over 1.5 median steps is a gap in the clock
 
 
 def parse_effort_signs(model, values):
@@ -88,10 +93,10 @@ def check_positions(source, model, q):
 
 
 def _nominal(model, samples, scale=1.0):
-    """The URDF model's torques on the samples' motion, revolute positions times ``scale``."""
+    """The URDF model's rigid-body torques on the samples' motion, revolute positions times ``scale``."""
     factor = np.where([kind in ("revolute", "continuous") for kind in model.joint_types], scale, 1.0)
     q, qd, qdd = samples.q * factor, samples.qd * factor, samples.qdd * factor
-    return rd.inverse_dynamics(model, q, qd, qdd) + model.viscous_damping * qd + model.friction * samples.coulomb
+    return rd.inverse_dynamics(model, q, qd, qdd)  # rigid body: a URDF's friction is rarely the robot's
 
 
 def _misfit(measured, nominal):
@@ -99,9 +104,12 @@ def _misfit(measured, nominal):
 
 
 def check_torques(source, model, samples, degrees_possible=True):
-    """Refuse torques whose scale is far from the URDF model's on the same motion (a units slip),
-    or that the URDF model explains far better with the positions read as degrees; warn about a
-    scale off by a few times or a joint whose torques look sign-flipped."""
+    """Refuse torques whose scale is far from the URDF model's on the same motion (a units slip:
+    over ``TORQUE_SCALE_REFUSED`` times, the median over joints or one joint), or that the URDF
+    model explains far better with the positions read as degrees; warn about a scale off by a few
+    times or a joint whose torques look sign-flipped.  The scale is judged on the joints whose
+    rigid-body torque is at least ``SIGNIFICANT`` of the largest joint's: on the others friction,
+    which the URDF rarely knows, sets the torque."""
     nominal = _nominal(model, samples)
     measured = samples.tau
     if degrees_possible and any(kind in ("revolute", "continuous") for kind in model.joint_types):
@@ -111,14 +119,22 @@ def check_torques(source, model, samples, degrees_possible=True):
                 f"{source}: the URDF model misses the recorded torques by {100 * misfit:.0f} % with the positions "
                 f"in radians and by {100 * as_degrees:.0f} % with them in degrees: the recording looks to be in degrees; "
                 "pass --position-unit deg")
-    scale = np.sqrt(np.mean(measured**2, axis=0)) / np.maximum(np.sqrt(np.mean(nominal**2, axis=0)), 1e-12)
-    typical = float(np.exp(np.median(np.log(np.maximum(scale, 1e-300)))))
+    model_rms = np.sqrt(np.mean(nominal**2, axis=0))
+    scale = np.sqrt(np.mean(measured**2, axis=0)) / np.maximum(model_rms, 1e-12)
+    # only where the rigid body sets the torque: elsewhere friction, not the units, sets it
+    judged = (model_rms >= SIGNIFICANT * model_rms.max()) & np.any(measured != 0, axis=0)  # (a passive joint: 0)
+    if not judged.any():
+        return
+    typical = float(np.exp(np.median(np.log(np.maximum(scale[judged], 1e-300)))))
     if not 1 / TORQUE_SCALE_REFUSED <= typical <= TORQUE_SCALE_REFUSED:
         slip = _likely_unit(typical)
         raise RecordingError(
             f"{source}: the recorded torques are {typical:.3g} times those the URDF model needs for the same motion "
             f"(median over joints){slip}: pass --effort-scale {1 / typical:.3g} if that is the slip, or check the URDF")
-    for j in np.flatnonzero((scale > TORQUE_SCALE_WARNED) | (scale < 1 / TORQUE_SCALE_WARNED)):
+    for j in np.flatnonzero(judged & ((scale > TORQUE_SCALE_REFUSED) | (scale < 1 / TORQUE_SCALE_REFUSED))):
+        raise RecordingError(f"{source}: the torques of {model.joint_names[j]} are {scale[j]:.3g} times those its URDF "
+                             "model needs for the same motion: check that drive's units (mN m, a gear ratio) or the URDF")
+    for j in np.flatnonzero(judged & ((scale > TORQUE_SCALE_WARNED) | (scale < 1 / TORQUE_SCALE_WARNED))):
         warnings.warn(f"{source}: the torques of {model.joint_names[j]} are {scale[j]:.3g} times those its URDF model "
                       "needs for the same motion: check its units or the URDF", stacklevel=3)
     centred = lambda x: x - x.mean(axis=0)  # noqa: E731

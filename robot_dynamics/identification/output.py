@@ -19,9 +19,13 @@ def _nearest_existing(path):
     return path
 
 
-def check_directory(path, option="--output"):
-    """Refuse, before any work, an output directory that is a file or cannot be created or written."""
+def check_directory(path, option="--output", names=()):
+    """Refuse, before any work, an output directory that is a file or cannot be created or written, or
+    that holds something other than a file under one of the result ``names``."""
     path = Path(path)
+    clashes = [name for name in names if (path / name).exists() and not (path / name).is_file()]
+    if clashes:
+        raise OutputError(f"{option} {path}: {path / clashes[0]} exists and is not a file")
     if path.exists() and not path.is_dir():
         raise OutputError(f"{option} {path}: exists and is not a directory")
     existing = _nearest_existing(path)
@@ -29,6 +33,10 @@ def check_directory(path, option="--output"):
         raise OutputError(f"{option} {path}: {existing} is a file, not a directory")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputError(f"{option} {path}: cannot write in {existing} (permission denied)")
+    try:  # a probe: /proc, a read-only mount or a full disk pass the permission bits
+        os.rmdir(tempfile.mkdtemp(prefix=".probe.", dir=existing))
+    except OSError as error:
+        raise OutputError(f"{option} {path}: cannot write in {existing} ({error.strerror})") from None
 
 
 def check_file(path, option="--output"):
@@ -41,6 +49,12 @@ def check_file(path, option="--output"):
         raise OutputError(f"{option} {path}: no directory {parent}")
     if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise OutputError(f"{option} {path}: cannot write there (permission denied)")
+    try:  # a probe, as in check_directory
+        handle, probe = tempfile.mkstemp(prefix=".probe.", dir=parent)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as error:
+        raise OutputError(f"{option} {path}: cannot write ({error.strerror})") from None
 
 
 def _usual_mode(directory=False):
@@ -54,7 +68,10 @@ def write_file(path, write, option="--output"):
     """``write(stream)`` into a temporary file beside ``path``, then moved onto ``path``."""
     path = Path(path)
     check_file(path, option)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent if str(path.parent) else ".")
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent if str(path.parent) else ".")
+    except OSError as error:  # e.g. /proc: a directory that lets nothing be created in it
+        raise OutputError(f"{option} {path}: cannot write ({error.strerror})") from None
     try:
         with os.fdopen(handle, "w", newline="") as stream:
             write(stream)
@@ -71,10 +88,7 @@ def write_directory(path, files, option="--output"):
     """``files`` ({name: bytes}) into directory ``path``: all written to a temporary directory beside
     it, then moved in (the whole directory at once when ``path`` does not exist yet)."""
     path = Path(path)
-    check_directory(path, option)
-    clashes = [name for name in files if (path / name).exists() and not (path / name).is_file()]
-    if clashes:
-        raise OutputError(f"{option} {path}: {path / clashes[0]} exists and is not a file")
+    check_directory(path, option, files)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))

@@ -8,7 +8,7 @@ optionally with its own constant torque offset per joint.  The held-out part fol
 """
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -46,11 +46,13 @@ class Validation:
 @dataclass(frozen=True)
 class DriveSettings:
     """How the recordings' numbers map to the URDF's: efforts times ``effort_sign`` (n,) and
-    ``effort_scale``; positions and velocities times ``position_scale`` (pi / 180 for degrees)."""
+    ``effort_scale``; positions and velocities times ``position_scale`` (pi / 180 for degrees);
+    the joints in ``passive`` are unactuated (torque 0, whatever is recorded)."""
 
     effort_sign: np.ndarray = None
     effort_scale: float = 1.0
     position_scale: float = 1.0
+    passive: tuple = ()
 
 
 def predicted(estimate, samples):
@@ -65,22 +67,30 @@ def predicted(estimate, samples):
     return torques
 
 
-def validate(estimate, samples, label, identified=None):
-    """The identified model's (``identified``, else predicted) and the input URDF's torques against ``samples``."""
-    model, qd = estimate.problem.model, samples.qd
+def validate(estimate, samples, label, identified=None, nominal_model=None):
+    """The identified model's (``identified``, else predicted) and the input URDF's (``nominal_model``,
+    default the problem's, its friction included) torques against ``samples``."""
+    model, qd = nominal_model or estimate.problem.model, samples.qd
     nominal = (rd.inverse_dynamics(model, samples.q, qd, samples.qdd) + model.viscous_damping * qd
                + model.friction * samples.coulomb)
     return Validation(label, samples, predicted(estimate, samples) if identified is None else identified, nominal)
 
 
-def prepared(recording, model, cutoff, drive):
-    """A recording's :class:`Samples`: resampled, corrected (``drive``), checked for units slips, filtered."""
-    t, q, qd, tau = resample(recording, model)
+def corrected(recording, model, drive):
+    """(t, q, qd or None, tau) of a recording on one uniform grid (:func:`.samples.resample`) in the
+    URDF's conventions (``drive``), positions checked for a units slip: what both ``identify`` and
+    ``external-torques`` read."""
+    t, q, qd, tau = resample(recording, model, drive.passive)
     q = q * drive.position_scale
     qd = None if qd is None else qd * drive.position_scale
     check_positions(recording.source, model, q)
     sign = np.ones(model.nv) if drive.effort_sign is None else drive.effort_sign
-    samples = filtered(t, q, qd, tau * sign * drive.effort_scale, cutoff)
+    return t, q, qd, tau * sign * drive.effort_scale
+
+
+def prepared(recording, model, cutoff, drive):
+    """A recording's :class:`Samples`: resampled, corrected (``drive``), checked for units slips, filtered."""
+    samples = filtered(*corrected(recording, model, drive), cutoff)
     check_torques(recording.source, model, samples, degrees_possible=drive.position_scale == 1)
     return samples
 
@@ -93,6 +103,9 @@ def identify(recordings, model, friction=False, payload=None, validation=None, c
     """(:class:`~.identify.Estimate`, :class:`Validation`) from one or several
     :class:`~.recording.Recording`.
 
+    ``friction`` identifies viscous and Coulomb friction per joint; without it a whole-robot fit is
+    rigid body only and the URDF's friction is left out (warned: a URDF's ``<dynamics>`` are often a
+    simulator's values), while ``payload`` trusts the robot's URDF, its friction included.
     The armature is estimated on the coordinates whose URDF gives one, or on every coordinate with
     ``armature`` (not with ``payload``: the robot is trusted); ``offsets``: a constant torque
     offset per joint and recording.  Without a ``validation`` recording the part ``holdout``
@@ -109,6 +122,10 @@ def identify(recordings, model, friction=False, payload=None, validation=None, c
             raise IdentificationError(f"holdout must be in (0, 1), got {holdout}")
         holdout = Holdout("last", float(holdout))
     count = len(recordings) if offsets else 0
+    nominal = model
+    if not friction and payload is None and (np.any(model.viscous_damping) or np.any(model.friction)):
+        warnings.warn(friction_note(model), stacklevel=2)
+        model = without_friction(model)
     problem = (payload_problem(model, payload, friction, offsets=count) if payload is not None
                else full_problem(model, friction, armature, offsets=count))
     samples = stacked([prepared(recording, model, cutoff, drive) for recording in recordings])
@@ -117,18 +134,46 @@ def identify(recordings, model, friction=False, payload=None, validation=None, c
         held = Samples(*(getattr(held, f) for f in ("t", "q", "qd", "qdd", "tau", "coulomb")),
                        source=np.full(len(held.t), len(recordings)))
         result = estimate(problem, samples)
-        return result, validate(result, held, validation.source)
+        return result, validate(result, held, validation.source, nominal_model=nominal)
     masks = splits(holdout, samples.source)
+    _check_parts(holdout, masks)
     _warn_if_repeated(samples, masks, period, describe(holdout, [r.source for r in recordings]))
     if holdout.kind != "kfold":
         fit, held = masks[0]
         result = estimate(problem, samples.part(fit))
-        return result, validate(result, samples.part(held), describe(holdout, [r.source for r in recordings]))
+        return result, validate(result, samples.part(held), describe(holdout, [r.source for r in recordings]),
+                                nominal_model=nominal)
     out_of_block = np.empty_like(samples.tau)
     for fit, held in masks:
         out_of_block[held] = predicted(estimate(problem, samples.part(fit)), samples.part(held))
     result = estimate(problem, samples)
-    return result, validate(result, samples, describe(holdout, [r.source for r in recordings]), out_of_block)
+    return result, validate(result, samples, describe(holdout, [r.source for r in recordings]), out_of_block, nominal)
+
+
+def without_friction(model):
+    """The model with no joint or motor friction: a rigid-body fit's (``identify`` without ``--friction``)."""
+    zeros = np.zeros(model.nv)
+    zeros.setflags(write=False)  # read-only like every array of the model
+    return replace(model, damping=zeros, friction=zeros, motor_damping=zeros)
+
+
+def friction_note(model):
+    joints = [name for name, d, f in zip(model.joint_names, model.viscous_damping, model.friction) if d or f]
+    return (f"the URDF's friction (damping up to {np.max(model.viscous_damping):.3g}, friction up to "
+            f"{np.max(model.friction):.3g} on {', '.join(joints)}) is left out: without --friction the fit is rigid-body "
+            "only and identified.urdf sets it to 0; pass --friction to identify it")
+
+
+MIN_PART = 20  # states in the fit and in the held-out part, at least
+
+
+def _check_parts(holdout, masks):
+    option = f"kfold:{holdout.folds}" if holdout.kind == "kfold" else f"{holdout.kind}:{holdout.fraction:g}"
+    for fit, held in masks:
+        if min(fit.sum(), held.sum()) < MIN_PART:
+            raise IdentificationError(f"--holdout {option}: keeps {int(held.sum())} of {len(held)} samples for "
+                                      f"validation and {int(fit.sum())} for the fit; each needs at least {MIN_PART}: "
+                                      "give a fraction nearer 0.25")
 
 
 def _warn_if_repeated(samples, masks, period, label):

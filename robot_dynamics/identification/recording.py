@@ -9,10 +9,13 @@ effort empty.  :func:`read_recording` reads either format:
   no ROS installation): every ``sensor_msgs/msg/JointState`` message on ``topic``, stamped by
   its ``header.stamp`` (the bag's receive time if the stamp is zero);
 * a CSV file with a ``t`` column and ``q_<joint>``, optional ``qd_<joint>`` and ``tau_<joint>``
-  columns (an empty cell means "not in this sample"; ``nan`` is a bad sample).
+  columns (an empty cell means "not in this sample"; ``nan`` is a bad sample); without a ``t``
+  column the rows are ``1 / rate`` s apart, and the samples the logger's clock dropped (found by
+  :func:`skipped_samples`) are put back in time.
 """
 
 import csv
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,7 +144,7 @@ def read_csv(path, rate=None):
     if len(data) == 0:
         raise RecordingError(f"{path}: a header but no data rows")
     if not timed:
-        data = np.column_stack([np.arange(len(data)) / rate, data])
+        data = np.column_stack([_restored_clock(path, header, data, rate), data])
         absent = np.column_stack([np.zeros(len(data), dtype=bool), absent])
         header = ["t"] + header
     recording = Recording(str(path))
@@ -153,6 +156,50 @@ def read_csv(path, rate=None):
     if not recording.series["q"]:
         raise RecordingError(f"{path}: no q_<joint> columns in the header (columns: t, q_<joint>, qd_<joint>, tau_<joint>)")
     return recording
+
+
+SKIP_TOLERANCE = 0.1  # a step within 10 % of m + 1 times its neighbours' (and along them) skipped m samples
+MAX_SKIP = 50         # longer skips are not told from a jerk of the arm by positions alone
+
+
+def skipped_samples(q):
+    """(N,) ints: how many samples the clock dropped just before each row of positions (N, n) taken
+    at a uniform rate.  Row ``k`` follows a skip of ``m`` samples when its step ``d_k = q_k - q_k-1``
+    is ``m + 1`` times the mean of its neighbours' steps, within ``SKIP_TOLERANCE`` in length and in
+    direction (``|d_k - (m + 1) (d_k-1 + d_k+1) / 2| <= SKIP_TOLERANCE |d_k|``): the arm's velocity
+    is smooth over three samples, so a step that long is time that passed unrecorded.  Steps of an
+    arm at rest (below 1e-9 rad or m) tell nothing."""
+    skipped = np.zeros(len(q), dtype=int)
+    if len(q) < 4:
+        return skipped
+    steps = np.diff(q, axis=0)
+    neighbours = 0.5 * (steps[:-2] + steps[2:])
+    middle = steps[1:-1]
+    length, unit = np.linalg.norm(middle, axis=1), np.linalg.norm(neighbours, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(unit > 1e-9, length / unit, 0.0)
+    multiple = np.rint(ratio)
+    along = np.linalg.norm(middle - multiple[:, None] * neighbours, axis=1) <= SKIP_TOLERANCE * length
+    found = (multiple >= 2) & (multiple <= MAX_SKIP + 1) & (np.abs(ratio - multiple) <= SKIP_TOLERANCE * multiple) & along
+    skipped[2:-1][found] = (multiple[found] - 1).astype(int)
+    return skipped
+
+
+def _restored_clock(path, header, data, rate):
+    """The times of a CSV's rows at ``rate`` Hz, with the samples its clock dropped put back
+    (:func:`skipped_samples`, said in a warning)."""
+    columns = [index for index, column in enumerate(header) if column.startswith("q_")]
+    positions = data[:, columns]
+    rows = np.all(np.isfinite(positions), axis=1)
+    skipped = np.zeros(len(data), dtype=int)
+    skipped[rows] = skipped_samples(positions[rows])
+    if skipped.any():
+        where = np.flatnonzero(skipped)
+        warnings.warn(f"{path}: the clock dropped {int(skipped.sum())} sample(s) in {len(where)} place(s) (rows "
+                      f"{', '.join(str(k + 2) for k in where[:8])}{' ...' if len(where) > 8 else ''}: a position step a "
+                      "whole multiple of its neighbours'): their time was restored, and they are gaps in the clock",
+                      stacklevel=3)
+    return (np.arange(len(data)) + np.cumsum(skipped)) / rate
 
 
 def _typestore():

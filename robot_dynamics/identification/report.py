@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from ..transmissions import DRAKE_NAMESPACE, SIMPLE_TRANSMISSION, rotors
-from .parameters import mass_com_inertia
+from .parameters import PARAMETERS_PER_BODY, mass_com_inertia
 
 SUFFIX = "_payload"  # the identified payload's link in identified.urdf: <link><SUFFIX>
 ROTOR_SUFFIX = "_identified_rotor"  # a transmission added for an armature the URDF had none for
@@ -72,6 +72,12 @@ def identified_urdf(urdf_path, estimate, payload_link=None):
         motors = rotors(root, model)
     if problem.armature_estimated.any():
         _set_armature(root, model, motors, estimate.armature(), problem.armature_estimated)
+    if not problem.friction and payload_link is None:  # a rigid-body fit: no friction (pipeline.friction_note)
+        for name in model.joint_names:
+            dynamics = joints[name].find("dynamics")
+            if dynamics is not None:
+                dynamics.set("damping", "0")
+                dynamics.set("friction", "0")
     if problem.friction:
         damping, friction = estimate.friction()
         joint_damping = _split_viscous_damping(model, motors, damping)
@@ -223,3 +229,30 @@ def validation_figure(joint_names, validation, joint_types=None):
     figure.suptitle(f"joint torques on {validation.label}: measured and predicted")
     figure.tight_layout()
     return figure
+
+
+MASS_RATIO = 2.0       # an identified mass beyond 2x (or below half) the URDF's is implausible for a CAD URDF
+COM_SHIFT = 0.1        # m: an identified centre of mass this far from the URDF's
+
+
+def plausibility_notes(estimate):
+    """One line per moving link whose identified mass or centre of mass is far from the URDF's
+    (``MASS_RATIO``, ``COM_SHIFT``), naming the likely causes; [] when every link is plausible."""
+    import robot_dynamics as rd
+
+    model = estimate.problem.model
+    nominal = rd.inertial_parameters(model)[:PARAMETERS_PER_BODY * len(model.body_joints)].reshape(-1, PARAMETERS_PER_BODY)
+    notes = []
+    for joint, found, given in zip(model.body_joints, estimate.body_parameters(), nominal):
+        mass, com, _ = mass_com_inertia(found)
+        mass0, com0, _ = mass_com_inertia(given)
+        problems = []
+        if mass0 > 0 and not 1 / MASS_RATIO <= mass / mass0 <= MASS_RATIO:
+            problems.append(f"mass {mass:.3g} kg against the URDF's {mass0:.3g} kg")
+        if np.linalg.norm(com - com0) > COM_SHIFT:
+            problems.append(f"centre of mass {1e3 * np.linalg.norm(com - com0):.0f} mm from the URDF's")
+        if problems:
+            notes.append(f"the link moved by {joint}: {', '.join(problems)}: implausible for a CAD URDF; likely causes: "
+                         "contact or a load in the recording, a --lock at a wrong position, wrong torque units or sign, "
+                         "friction left out (--friction), or a motion that hardly excites it (parameters.txt: what the data see)")
+    return notes

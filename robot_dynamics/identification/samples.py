@@ -11,6 +11,8 @@ import numpy as np
 from .drive import time_stamp_notes
 from .recording import RecordingError
 
+PLAUSIBLE_MOTION = 1e4        # rad, m, rad/s or m/s: no recorded joint position or velocity comes near
+PLAUSIBLE_EFFORT = 1e4        # times a joint's effort limit (1e6 N m or N without one): room for a units slip
 DEFAULT_CUTOFF = 10.0          # Hz, the low-pass on q and tau
 DEFAULT_FRICTION_VELOCITY = 0.01  # eps of tanh(qd / eps): the simulator's and the node's default
 FILTER_ORDER = 4
@@ -51,14 +53,27 @@ def stacked(parts):
     return Samples(**columns, source=np.concatenate([np.full(len(part.t), k) for k, part in enumerate(parts)]))
 
 
-def _clean(t, values, joint, quantity, source):
-    """The samples of one series without NaNs (warned about) and with strictly increasing times."""
-    bad = ~np.isfinite(values) | ~np.isfinite(t)
+def plausible_bound(model, quantity):
+    """(n,) the largest magnitude a recorded sample of ``quantity`` may have: beyond it a sample is a
+    glitch (a driver's garbage, a corrupted row), dropped like a NaN."""
+    if quantity != "tau":
+        return np.full(model.nv, PLAUSIBLE_MOTION)
+    limits = np.asarray(model.effort_limits, dtype=float)
+    return PLAUSIBLE_EFFORT * np.where(np.isfinite(limits) & (limits > 0), limits, 100.0)
+
+
+def _clean(t, values, joint, quantity, source, bound=np.inf):
+    """The samples of one series without NaNs or values beyond ``bound`` (warned about) and with
+    strictly increasing times."""
+    with np.errstate(invalid="ignore"):
+        absurd = np.abs(values) > bound
+    bad = ~np.isfinite(values) | ~np.isfinite(t) | absurd
     if bad.any():
-        warnings.warn(f"{source}: {int(bad.sum())} of {len(t)} {quantity} samples of joint {joint!r} are NaN or "
-                      "infinite and were dropped (check the driver that publishes them)", stacklevel=3)
+        warnings.warn(f"{source}: {int(bad.sum())} of {len(t)} {quantity} samples of joint {joint!r} are NaN, "
+                      f"infinite or implausible (|value| > {bound:.3g}) and were dropped (check the driver that "
+                      "publishes them)", stacklevel=3)
         if bad.mean() > 0.5:
-            raise IdentificationError(f"{source}: most {quantity} samples of joint {joint!r} are not finite")
+            raise IdentificationError(f"{source}: most {quantity} samples of joint {joint!r} are not finite or implausible")
     t, values = t[~bad], values[~bad]
     order = np.argsort(t, kind="stable")
     t, values = t[order], values[order]
@@ -66,10 +81,14 @@ def _clean(t, values, joint, quantity, source):
     return t[keep], values[keep]
 
 
-def resample(recording, model):
+def resample(recording, model, passive=()):
     """(t, q, qd or None, tau) of the model's joints on one uniform grid over the common time span;
-    irregular, repeated or unordered time stamps are reported (:func:`.drive.time_stamp_notes`)."""
+    irregular, repeated or unordered time stamps are reported (:func:`.drive.time_stamp_notes`); the
+    joints named in ``passive`` are unactuated: their torque is 0, whatever the recording says."""
     source, names = recording.source, model.joint_names
+    unknown = [name for name in passive if name not in names]
+    if unknown:
+        raise RecordingError(f"--passive {unknown[0]}: not a joint of {model.name!r} (joints: {', '.join(names)})")
     missing = [name for name in names if name not in recording.series["q"]]
     if missing:
         raise RecordingError(
@@ -77,17 +96,20 @@ def resample(recording, model):
             f"{', '.join(recording.joint_names) or 'no joints'}): record every joint, hold the missing ones at a position "
             f"with {' '.join(f'--lock {name}=VALUE' for name in missing)} (a closed gripper, a removed tool), or pass the "
             "URDF of the robot recorded")
-    no_effort = [name for name in names if name not in recording.series["tau"]]
+    no_effort = [name for name in names if name not in recording.series["tau"] and name not in passive]
     if no_effort:
         raise RecordingError(
             f"{source}: no efforts for joint(s) {', '.join(no_effort)}: identification needs the measured joint "
-            "torques; record joint_states from a driver that fills 'effort' (e.g. ros2_control's joint_state_broadcaster)")
+            "torques; record joint_states from a driver that fills 'effort' (e.g. ros2_control's joint_state_broadcaster), or "
+            f"declare an unactuated joint with --passive {no_effort[0]}")
     with_velocity = all(name in recording.series["qd"] for name in names)
     quantities = ("q", "qd", "tau") if with_velocity else ("q", "tau")
     for note in time_stamp_notes(source, recording.series["q"][names[0]][0]):  # one driver's clock stamps them all
         warnings.warn(note, stacklevel=2)
-    series = {(quantity, name): _clean(*recording.series[quantity][name], name, quantity, source)
-              for quantity in quantities for name in names}
+    bounds = {quantity: plausible_bound(model, quantity) for quantity in quantities}
+    series = {(quantity, name): _clean(*recording.series[quantity][name], name, quantity, source, bounds[quantity][j])
+              for quantity in quantities for j, name in enumerate(names)
+              if not (quantity == "tau" and name in passive)}
     if any(len(t) == 0 for t, _ in series.values()):
         raise IdentificationError(f"{source}: a joint has no usable samples")
     start = max(t[0] for t, _ in series.values())
@@ -101,8 +123,25 @@ def resample(recording, model):
                                   "time stamps (a step in ns read as s?)")
     t = np.arange(start, end + 1e-9 * dt, dt)
     grid = {key: np.interp(t, *values) for key, values in series.items()}
+    grid.update({("tau", name): np.zeros(len(t)) for name in passive})
     stack = lambda quantity: np.column_stack([grid[quantity, name] for name in names])  # noqa: E731
     return t, stack("q"), stack("qd") if with_velocity else None, stack("tau")
+
+
+def clock_gaps(recording, model, t):
+    """(N,) bool over the grid ``t`` of :func:`resample`: the samples interpolated inside a gap in the
+    recording's clock (a time step over ``GAP`` times the median, e.g. samples a logger dropped)."""
+    from .drive import GAP
+
+    stamps = np.unique(recording.series["q"][model.joint_names[0]][0])
+    stamps = stamps[np.isfinite(stamps)]
+    after = np.zeros(len(t), dtype=bool)
+    if len(stamps) < 3:
+        return after
+    steps = np.diff(stamps)
+    for k in np.flatnonzero(steps > GAP * np.median(steps)):
+        after[(t > stamps[k]) & (t < stamps[k + 1] - 1e-9)] = True
+    return after
 
 
 def filtered(t, q, qd, tau, cutoff=DEFAULT_CUTOFF, friction_velocity=DEFAULT_FRICTION_VELOCITY):

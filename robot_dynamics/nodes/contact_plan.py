@@ -29,13 +29,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..observer import MomentumObserver, check_wrench_frame, tip_frame
-from .parameters import Parameter, Rejected, bounded_float, float_list, one_of
+from .parameters import Parameter, Rejected, bounded_float, float_list, name_list, one_of
 
 __all__ = ["CONTACT_FIELDS", "CONTACT_PARAMETERS", "CONTACT_TOPICS", "REACTIONS", "CollisionDetector", "ContactPlan",
            "EffortTracker", "StampClocks", "coerce_contact", "compile_contact"]
 
 REACTIONS = ("none", "gravity")
-DEFAULT_GAIN = 50.0
+DEFAULT_GAIN = 10.0  # 1/s: real encoders' velocity noise sets the residual at 50 (docs/contact.md)
 DEFAULT_RELEASE = 0.5
 DEFAULT_MIN_DURATION = 0.005
 
@@ -45,7 +45,7 @@ CONTACT_FIELDS = {
     "external_torque_wrench_frame": "",
     "external_torque_friction": False, "external_torque_effort_sign": (1.0,),
     "collision_thresholds": (), "collision_release": DEFAULT_RELEASE, "collision_min_duration": DEFAULT_MIN_DURATION,
-    "collision_reaction": "none",
+    "collision_reaction": "none", "external_torque_wrench": "full", "external_torque_passive": (),
 }
 
 CONTACT_PARAMETERS = (
@@ -73,6 +73,11 @@ CONTACT_PARAMETERS = (
     Parameter("external_torque.wrench_frame", "", "Frame external_wrench_estimate is expressed in (its header.frame_id: "
               "that link's axes, moment about its origin); empty = external_torque.frame itself, as an F/T sensor "
               "there; e.g. the root link for base-frame wrenches.", "string", field="external_torque_wrench_frame"),
+    Parameter("external_torque.wrench", "full", "full: [moment; force] at the frame (6 joints or more); force: a "
+              "point force at the frame's origin, no moment (a contact point; 3 joints or more).", "string",
+              field="external_torque_wrench"),
+    Parameter("external_torque.passive", [], "Unactuated joints (a sliding stand, a free wheel): their motor "
+              "torque is 0, whatever effort says.", field="external_torque_passive"),
 )
 
 CONTACT_TOPICS = (
@@ -110,6 +115,10 @@ def coerce_contact(field: str, value):
         return bounded_float(param, value, 0.0, 1.0)
     if field == "collision_reaction":
         return one_of(param, value, REACTIONS)
+    if field == "external_torque_wrench":
+        return one_of(param, value, ("full", "force"))
+    if field == "external_torque_passive":
+        return name_list(param, value)
     raise KeyError(field)
 
 
@@ -126,7 +135,7 @@ class ContactPlan:
     def observer(self, model) -> MomentumObserver:
         s = self.settings
         return MomentumObserver(model, s.external_torque_gain, frame=self.frame, friction=s.external_torque_friction,
-                                friction_velocity=s.friction_velocity)
+                                friction_velocity=s.friction_velocity, wrench=s.external_torque_wrench)
 
 
 def compile_contact(model, out: np.ndarray, s) -> ContactPlan | None:
@@ -150,6 +159,10 @@ def compile_contact(model, out: np.ndarray, s) -> ContactPlan | None:
         raise ValueError(f"external_torque.wrench_frame {wrench_frame!r} is not a link of robot {model.name!r}")
     sign = np.ones(model.nv)
     sign[out] = s.external_torque_effort_sign
+    unknown = [name for name in s.external_torque_passive if name not in model.joint_names]
+    if unknown:
+        raise ValueError(f"external_torque.passive: {unknown[0]!r} is not a joint of robot {model.name!r}")
+    sign[[model.joint_names.index(name) for name in s.external_torque_passive]] = 0.0  # tau_m = 0
     return ContactPlan(frame=frame, wrench_frame=wrench_frame, sign=sign, thresholds=np.array(s.collision_thresholds, dtype=float),
                        settings=s)
 

@@ -62,6 +62,8 @@ class Settings(TaskSpaceFields):
     collision_min_duration: float = CONTACT_PARAMETERS[7].default
     collision_reaction: str = "none"
     external_torque_wrench_frame: str = ""
+    external_torque_wrench: str = "full"
+    external_torque_passive: tuple = ()
 
 
 _D = Settings()
