@@ -80,7 +80,8 @@ def velocities(t, q, cutoff):
 
 
 def external_torques(model, t, q, qd, tau, gain, friction=False, frame=None, restart=None, wrench="full"):
-    """``(r, wrench)``: the residual (N, n) and the wrench at ``frame`` (N, 6) at every sample; the
+    """``(r, wrench)``: the residual (N, n) and the wrench at ``frame`` (N, 6, ``[moment; force]`` in the
+    frame's own axes about its origin, as ``external_wrench_estimate`` carries it) at every sample; the
     observer starts over at each sample where ``restart`` (N,) is True (NaN there and inside a gap)."""
     observer = MomentumObserver(model, gain, frame=frame or tip_frame(model), friction=friction, wrench=wrench)
     residuals, wrenches = np.full_like(q, np.nan), np.full((len(t), 6), np.nan)
@@ -90,7 +91,7 @@ def external_torques(model, t, q, qd, tau, gain, friction=False, frame=None, res
             observer.reset()
             continue
         residuals[k] = observer.update(float(t[k]), q[k], qd[k], tau[k])
-        wrenches[k] = observer.wrench
+        wrenches[k] = observer.wrench_in()
     return residuals, wrenches
 
 
