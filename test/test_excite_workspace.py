@@ -67,3 +67,18 @@ def test_excite_warns_about_the_workspace_and_writes_with_the_umask(tmp_path, ca
     swings = {line.split()[0]: float(line.split()[4]) for line in captured.out.splitlines()[3:]}
     assert float(warning.group(1)) == pytest.approx(max(swings.values()), abs=0.01)
     assert "--scale" in captured.err and "self-collision is not checked" in captured.err
+
+
+@pytest.mark.parametrize("option", [["--scale", "1.5"], ["--scale", "nan"], ["--max-amplitude", "-1"],
+                                    ["--tool", "nowhere"]])
+def test_excite_refuses_its_workspace_options_before_any_work(tmp_path, capsys, monkeypatch, option):
+    """Checked with the other options, before the trajectory is designed (which may take seconds)."""
+    def designed(*args, **kwargs):
+        raise AssertionError("the excitation was designed before the options were checked")
+
+    monkeypatch.setattr(ex, "design_excitation", designed)
+    status = cli.main(["excite", "planar_2r", "--duration", "4", "--period", "4", "--output",
+                       str(tmp_path / "excitation.csv"), *option])
+    err = capsys.readouterr().err
+    assert status == 2 and option[0] in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "excitation.csv").exists()

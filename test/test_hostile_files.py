@@ -313,3 +313,20 @@ def test_a_damaged_trajectory_bag_is_one_line_naming_it(tmp_path, capsys, damage
         words = ("not a readable rosbag2 bag",)
     status = cli.main(["check-trajectory", "planar_2r", str(target)])
     refused_in_one_line(status, capsys.readouterr().err, str(bag), *words)
+
+
+@pytest.mark.parametrize("command", ["identify", "external-torques"])
+def test_a_recording_bag_whose_metadata_is_an_alias_bomb_is_refused_in_bounded_memory(tmp_path, command):
+    """identify and external-torques read bags by the rule check-trajectory does (input_files.check_bag):
+    before, rosbags parsed metadata.yaml with its aliases, unbounded."""
+    bag = tmp_path / "bag"
+    _bag(bag, "mcap")
+    (bag / "metadata.yaml").write_text(ALIAS_BOMB)
+    wrapper = ("import resource, sys\nfrom robot_dynamics import cli\nstatus = cli.main(sys.argv[1:])\n"
+               "sys.stdout.write(f'\\nmaxrss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')\n"
+               "raise SystemExit(status)\n")
+    done = subprocess.run([sys.executable, "-c", wrapper, command, str(bag), "--urdf", "planar_2r", "--output",
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    refused_in_one_line(done.returncode, done.stderr, str(bag), "anchors or aliases")
+    assert int(done.stdout.rsplit("maxrss ", 1)[1]) * 1024 < MEMORY_BOUND
+    assert not (tmp_path / "out").exists()

@@ -79,7 +79,7 @@ def _damage_missing_metadata(bag):
     ("mcap", _damage_truncated_mcap, ("not a readable rosbag2 bag",)),
     ("sqlite3", _damage_garbled_sqlite, ("not a readable rosbag2 bag",)),
     ("sqlite3", _damage_truncated_sqlite, ("not a readable rosbag2 bag",)),
-    ("mcap", _damage_garbage_metadata, ("not a readable rosbag2 bag",)),
+    ("mcap", _damage_garbage_metadata, ("metadata.yaml' is not YAML",)),
     ("sqlite3", _damage_missing_metadata, ("no metadata.yaml",)),
 ])
 def test_damaged_bags_are_one_line_errors_and_nothing_is_written(tmp_path, run, storage, damage, words):

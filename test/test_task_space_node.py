@@ -182,6 +182,7 @@ def test_the_desired_inputs_are_subscribed_only_while_command_source_is_task_spa
     wait_until(lambda: count() == [1, 1, 1], 10.0, "the desired_pose/twist/accel subscriptions back")
 
 
+@pytest.mark.realtime  # three nodes in a closed loop at 500 Hz: alone (under load it starves, as its summary says)
 def test_task_space_demo_closes_the_loop_over_ros(tmp_path):
     """robot-dynamics demo --task-space: simulator, dynamics node (task_space) and trajectory publisher
     (Cartesian circle) as processes; the tool follows the 5 cm circle (the summary's RMS error includes

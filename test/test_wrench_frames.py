@@ -155,6 +155,10 @@ def test_contact_wrenches_are_in_each_links_axes_or_summed_in_the_wrench_frame(p
     expected = data.oMf[fid].act(force(LOCAL)) + data.oMf[hand].act(force(messages["panda_hand"]))
     assert frame_id == "panda_link0"
     np.testing.assert_allclose(total, as_wrench(expected), atol=1e-12)
+    # nothing touches: each link's messages stop; the summed frame reads zero, as a sensor there would
+    assert contact_wrench_messages(panda, Q_PANDA, {}) == []
+    [(frame_id, total)] = contact_wrench_messages(panda, Q_PANDA, {}, "panda_link0")
+    assert frame_id == "panda_link0" and np.array_equal(total, np.zeros(6))
 
 
 def test_task_space_goals_are_read_in_their_frame_at_the_measured_state():

@@ -97,7 +97,7 @@ def _positive(option, value, error=ex.ExcitationError):
         raise error(f"{option} {value:g}: give a positive, finite number")
 
 
-def check_excite_arguments(args):
+def check_excite_arguments(args, model):
     """Refuse bad option values before any work (one line each)."""
     for option, value in (("--duration", args.duration), ("--period", args.period), ("--rate", args.rate)):
         _positive(option, value)
@@ -109,6 +109,9 @@ def check_excite_arguments(args):
         raise ex.ExcitationError(f"--duration {args.duration:g} s at --rate {args.rate:g} Hz is "
                                  f"{args.duration * args.rate:.3g} rows, over the {ex.MAX_ROWS} a trajectory file may "
                                  "hold: shorten it or lower the rate")
+    ex.check_scaling(args.scale, args.max_amplitude)
+    if args.tool is not None and args.tool not in model.link_names:
+        raise ex.ExcitationError(f"--tool {args.tool!r}: no such link (links: {', '.join(model.link_names)})")
     check_file(args.output)
 
 
@@ -116,14 +119,12 @@ def run_excite(args, model, out, err):
     """``robot-dynamics excite``: design, print the figures that matter, write the CSV."""
     import robot_dynamics as rd
 
-    check_excite_arguments(args)
+    check_excite_arguments(args, model)
     periods = max(1, round(args.duration / args.period))
     excitation = ex.design_excitation(model, args.period, args.harmonics, args.margin,
                                       _limits(model, args.velocity_limit, "velocity-limit"),
                                       _limits(model, args.acceleration_limit, "acceleration-limit"), seed=args.seed,
                                       armature=args.armature)
-    if args.tool is not None and args.tool not in model.link_names:
-        raise ex.ExcitationError(f"--tool {args.tool!r}: no such link (links: {', '.join(model.link_names)})")
     excitation = ex.scaled(excitation, args.scale, args.max_amplitude)
     duration = periods * args.period
     rotors = ex.estimated_armature(model, args.armature)

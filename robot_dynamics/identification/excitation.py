@@ -329,15 +329,20 @@ def read_trajectory_csv(path):
     return SampledTrajectory(names, data[:, 0], data[:, 1:1 + n], data[:, 1 + n:1 + 2 * n], data[:, 1 + 2 * n:])
 
 
+def check_scaling(scale, max_amplitude=None):
+    """ExcitationError unless ``scale`` is a fraction in (0, 1] and ``max_amplitude`` (rad or m) None or positive."""
+    if not 0 < scale <= 1:
+        raise ExcitationError(f"--scale {scale:g}: give a fraction in (0, 1]")
+    if max_amplitude is not None and not max_amplitude > 0:
+        raise ExcitationError(f"--max-amplitude {max_amplitude:g}: give a positive number (rad or m)")
+
+
 def scaled(excitation, scale=1.0, max_amplitude=None):
     """``excitation`` with each joint's motion about its centre ``q0`` multiplied by ``scale``, and
     further by what keeps its amplitude ``max |q_j - q0_j|`` within ``max_amplitude`` (rad or m):
     every term of the series scales alike, so the result still starts and ends at rest and, being a
     smaller motion, stays within the limits the design kept (velocities and accelerations scale too)."""
-    if not 0 < scale <= 1:
-        raise ExcitationError(f"--scale {scale:g}: give a fraction in (0, 1]")
-    if max_amplitude is not None and not max_amplitude > 0:
-        raise ExcitationError(f"--max-amplitude {max_amplitude:g}: give a positive number (rad or m)")
+    check_scaling(scale, max_amplitude)
     q, _, _ = excitation(np.linspace(0.0, excitation.period, LIMIT_SAMPLES))
     amplitude = scale * np.abs(q - excitation.q0).max(axis=0)
     factor = np.full(len(amplitude), float(scale))

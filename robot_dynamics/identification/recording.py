@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..input_files import check_bag, reading_bag
+
 QUANTITIES = ("q", "qd", "tau")
 _MESSAGE_FIELDS = {"q": "position", "qd": "velocity", "tau": "effort"}
 JOINT_STATE = "sensor_msgs/msg/JointState"
@@ -212,27 +214,23 @@ MAX_MESSAGES = 3_600_000   # JointState messages read from one bag (1 h at 1 kHz
 
 
 def read_rosbag(path, topic="joint_states"):
-    """Every JointState on ``topic`` (with or without its leading ``/``) of a rosbag2 bag."""
+    """Every JointState on ``topic`` (with or without its leading ``/``) of a rosbag2 bag, read by the rule of
+    every command's bags (:func:`robot_dynamics.input_files.check_bag`: its metadata.yaml bounded, without
+    YAML aliases; any reader's failure one :class:`RecordingError` naming the bag)."""
     path = Path(path)
     bag = path.parent if path.is_file() else path
     try:
+        check_bag(bag)
+    except ValueError as error:
+        raise RecordingError(str(error)) from None
+    with reading_bag(bag, RecordingError):
         samples = _bag_samples(bag, "/" + topic.lstrip("/"))
-    except RecordingError:
-        raise
-    except MemoryError:
-        raise RecordingError(f"{bag}: too large to read into memory") from None
-    except Exception as error:  # noqa: BLE001 - rosbags, sqlite3, yaml and the CDR decoder raise many types on a damaged bag
-        detail = " ".join(str(error).split()) or type(error).__name__
-        raise RecordingError(f"{bag}: not a readable rosbag2 bag ({type(error).__name__}: {detail[:200]})") from None
     return _collect(str(bag), samples)
 
 
 def _bag_samples(bag, wanted):
     from rosbags.highlevel import AnyReader
 
-    if not (bag / "metadata.yaml").is_file():
-        raise RecordingError(f"{bag}: no metadata.yaml: a rosbag2 bag is the directory ros2 bag record wrote "
-                             "(a lone .db3/.mcap file needs its metadata.yaml beside it)")
     with AnyReader([bag], default_typestore=_typestore()) as reader:
         connections = [c for c in reader.connections if c.topic == wanted]
         if not connections:

@@ -20,7 +20,7 @@ from std_srvs.srv import Trigger
 from .contact_messages import EffortWriter, WrenchWriter
 from .contact_plan import CollisionDetector, EffortTracker, StampClocks, stamp_seconds
 from .parameters import Rejected
-from .safety import STANDARD_GRAVITY, TORQUE_FACTOR, cut
+from .safety import cut
 
 __all__ = ["ContactOutputs"]
 
@@ -141,19 +141,13 @@ class ContactOutputs:
             self._detect(plan, t, r_out, now)
 
     def _implausible(self, plan, r: np.ndarray) -> str:
-        """Why the estimate is not believed (the rule of every output: torques, and the wrench's force and
-        moment within 1000 times the robot's weight and its moment at the reach), '' when it is."""
+        """Why the estimate is not believed (the rule of every output: the torques, and the wrench by the rule
+        of every published wrench), '' when it is."""
         plausibility = plan.plausibility
         problem = plausibility.output_problem(r)
         if problem:
             return "not plausible: " + problem
-        wrench = self._observer.wrench
-        weight = max(plausibility.mass * STANDARD_GRAVITY, 1.0)
-        bound = TORQUE_FACTOR * weight * np.array([plausibility.reach] * 3 + [1.0] * 3)
-        if not (np.abs(wrench) <= bound).all():
-            return (f"the wrench estimate [moment; force] {np.array2string(wrench, precision=4)} is not finite or "
-                    f"beyond {TORQUE_FACTOR:g} times the robot's weight (at its reach)")
-        return ""
+        return plausibility.wrench_problem(self._observer.wrench, "the wrench estimate [moment; force]")
 
     def _detect(self, plan, t: float, residual: np.ndarray, now: int) -> None:
         detector = self._detector

@@ -205,6 +205,21 @@ class Plausibility:
         return (f"mass matrix entry ({self.names[i]}, {self.names[j]}) = {values[i, j]:.4g} beyond the plausible "
                 f"{self.matrix[i, j]:.4g} ({TORQUE_FACTOR:g} times the torque scale per rad/s^2)")
 
+    def wrench_problem(self, wrench, what: str) -> str:
+        """The reason a wrench ``[moment; force]`` (``what`` names it) is not believed, '' when it is: a
+        force above ``TORQUE_FACTOR`` times the robot's weight ``m g0`` (at least 1 N), or a moment above
+        that force at the robot's reach (at least 1 m); non-finite values never are.  One rule for every
+        wrench a node publishes: the simulator's contact truth and the dynamics node's estimate."""
+        force = TORQUE_FACTOR * max(self.mass * STANDARD_GRAVITY, 1.0)
+        moment = force * max(self.reach, 1.0)
+        wrench = np.asarray(wrench, dtype=float)
+        with np.errstate(all="ignore"):  # (an overflowing norm is inf: not believed)
+            if np.linalg.norm(wrench[3:]) <= force and np.linalg.norm(wrench[:3]) <= moment:  # (NaN: not believed)
+                return ""
+            shown = np.round(wrench, 3).tolist()
+        return (f"{what} {shown} is not finite or beyond the plausible {force:.4g} N "
+                f"and {moment:.4g} N m ({TORQUE_FACTOR:g} times the robot's weight, at its reach)")
+
     def _list(self, index, values, bad) -> str:
         return cut(", ".join(f"{self.names[index[i]]}={values[i]:.4g}" for i in np.flatnonzero(bad)), 300)
 

@@ -15,10 +15,10 @@ from ..contact import DEFAULT_DAMPING, DEFAULT_STIFFNESS, ContactModel
 from ..kinematics import frame_pose
 from ..wrenches import wrench_in_frame
 from .parameters import Parameter, bounded_float, float_list
-from .safety import STANDARD_GRAVITY, TORQUE_FACTOR, cut, robot_size
+from .safety import cut, robot_size
 
 __all__ = ["CONTACT_FIELDS", "CONTACT_PARAMETERS", "CONTACT_TOPICS", "MAX_CONTACT_PAIRS", "PLANE_RANGE", "coerce_contact",
-           "contact_model", "contact_wrench_messages", "plausible_wrenches", "wrench_problem"]
+           "contact_model", "contact_wrench_messages", "plausible_wrenches"]
 
 #: Settings field -> default
 CONTACT_FIELDS = {
@@ -149,24 +149,13 @@ def contact_model(model, settings, friction_velocity: float) -> tuple[ContactMod
     return contact, notes
 
 
-def wrench_problem(plausibility, link: str, wrench) -> str:
-    """Why a contact wrench ``[moment; force]`` on ``link`` is not believed, '' when it is: a force
-    above ``TORQUE_FACTOR`` times the robot's weight ``m g0``, or a moment above that force at the
-    robot's reach (:class:`~robot_dynamics.nodes.safety.Plausibility`'s mass and reach)."""
-    force = TORQUE_FACTOR * STANDARD_GRAVITY * max(plausibility.mass, 1.0)
-    wrench = np.asarray(wrench, dtype=float)
-    if np.linalg.norm(wrench[3:]) <= force and np.linalg.norm(wrench[:3]) <= force * max(plausibility.reach, 1.0):
-        return ""  # (NaN: not believed)
-    return (f"contact wrench on {link} {np.round(wrench, 3).tolist()} beyond the plausible {force:.4g} N and "
-            f"{force * max(plausibility.reach, 1.0):.4g} N m ({TORQUE_FACTOR:g} times the robot's weight, at its reach)")
-
-
 def plausible_wrenches(plausibility, wrenches: dict) -> tuple[dict, str]:
-    """``(believed, problem)``: the wrenches of ``{link: wrench}`` that :func:`wrench_problem` believes,
-    and the first reason one was left out ('' when none was)."""
+    """``(believed, problem)``: the wrenches of ``{link: wrench}`` that the rule of every published wrench
+    (:meth:`~robot_dynamics.nodes.safety.Plausibility.wrench_problem`) believes, and the first reason one
+    was left out ('' when none was)."""
     believed, problem = {}, ""
     for link, wrench in wrenches.items():
-        why = wrench_problem(plausibility, link, wrench)
+        why = plausibility.wrench_problem(wrench, f"contact wrench on {link}")
         if why:
             problem = problem or why
         else:
@@ -176,11 +165,12 @@ def contact_wrench_messages(model, q, wrenches, wrench_frame=""):
     """``[(frame_id, [moment; force])]``: the contact wrenches ``{link: [moment; force]}`` (the library's
     convention, world-aligned axes about each link's origin) at the state ``q`` as ``contact_wrenches``
     carries them (module docstring): each in its link's axes, or with ``wrench_frame`` their sum in that
-    frame's axes about its origin."""
-    if not wrenches:
-        return []
+    frame's axes about its origin — zero when nothing touches, as a sensor there would read."""
     origins = {link: frame_pose(model, q, link) for link in wrenches}
     if not wrench_frame:
         return [(link, wrench_in_frame(wrench, origins[link][:3, 3], origins[link])) for link, wrench in wrenches.items()]
     target = frame_pose(model, q, wrench_frame)
-    return [(wrench_frame, sum(wrench_in_frame(wrench, origins[link][:3, 3], target) for link, wrench in wrenches.items()))]
+    total = np.zeros(6)
+    for link, wrench in wrenches.items():
+        total += wrench_in_frame(wrench, origins[link][:3, 3], target)
+    return [(wrench_frame, total)]

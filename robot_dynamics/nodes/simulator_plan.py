@@ -22,7 +22,7 @@ from .parameters import (
     with_armature,
 )
 from .safety import Plausibility, check_gravity, check_outputs_finite, check_outputs_plausible, reference_state
-from .simulator_contact import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, contact_model, wrench_problem
+from .simulator_contact import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, contact_model
 
 __all__ = ["DRIVE_BANDWIDTH", "ON_COMMAND_TIMEOUT", "PARAMETERS", "SERVICES", "STEP_ANGLE", "TOPICS", "Plan", "Settings",
            "coerce_setting", "configure", "fastest_rate", "make_plan"]
@@ -288,14 +288,14 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
 
 def check_initial_contact(model, contact, q0, qd0, plausibility) -> None:
     """``ValueError`` unless the contact wrenches at the initial (and ~/reset) state are believed
-    (:func:`~robot_dynamics.nodes.simulator_contact.wrench_problem`): a plane the robot starts deep
+    (:meth:`~robot_dynamics.nodes.safety.Plausibility.wrench_problem`): a plane the robot starts deep
     inside would stop the integration at once, and again after every ~/reset."""
     if not contact.enabled:
         return
     with np.errstate(all="ignore"):
         wrenches = Simulator(model, q0, qd0, contact=contact).contact_wrenches()
     for link, wrench in wrenches.items():
-        problem = wrench_problem(plausibility, link, wrench)
+        problem = plausibility.wrench_problem(wrench, f"contact wrench on {link}")
         if problem:
             raise ValueError(f"contact.planes and contact.spheres: at the initial state, {problem}")
 

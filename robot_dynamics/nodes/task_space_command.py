@@ -88,12 +88,11 @@ class TaskSpaceCommand:
         target, notes = self.inputs.target(now, plan.desired_timeout_ns)
         for note in notes[target is None:]:
             node.problem("desired", note, now, DiagnosticStatus.WARN)
-        self.refusal = notes[0] if target is None else ""  # (the command path says it: command_path)
+        # (the input's state is said here; what effort_command does then, once, by the command path)
+        self.refusal = notes[0] if target is None else ""
         if target is None:
-            node.problem("desired", f"{notes[0]}: effort_command holds gravity", now, DiagnosticStatus.WARN)
-            return None
-        if not velocities_fresh:
-            node.problem("velocity", "task_space needs fresh velocities: effort_command holds gravity", now)
+            node.problem("desired", notes[0], now, DiagnosticStatus.WARN)
+        if target is None or not velocities_fresh:
             return None
         with np.errstate(all="ignore"):  # (a non-finite result is refused by the caller)
             result = task_space_torque(plan.model, plan.task, q, qd, target, data)
