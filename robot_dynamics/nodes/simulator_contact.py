@@ -57,7 +57,7 @@ CONTACT_TOPICS = (
 
 
 #: most sphere-plane pairs (spheres x planes): 64 pairs in touch make a rk4 step of arm7_gripper 14
-#: times as long (``python -m robot_dynamics.tools.benchmarks.contact_count``); its simulator node
+#: times as long (``robot-dynamics bench contact_count``); its simulator node
 #: then still runs faster than real time on a loaded machine (docs/contact.md)
 MAX_CONTACT_PAIRS = 64
 #: how far from the root a plane's point may lie, in multiples of the robot's reach

@@ -10,7 +10,7 @@ moves) and every plane far away (each pair costs one distance).  ``real time`` i
 1 kHz step allows (1000 us / step).  The simulator node adds its own work per step and per message:
 docs/contact.md gives the real-time factors it reached with these contacts.
 
-    python -m robot_dynamics.tools.benchmarks.contact_count [--quick]
+    robot-dynamics bench contact_count [--quick]   (or: python -m robot_dynamics.tools.benchmarks.contact_count)
 
 Don't run it on a busy machine.
 """
