@@ -105,17 +105,18 @@ def _positions(msg, names):
 
 def _check_graph(probe, model, q0, namespace="", desired_topic="desired_state"):
     """The loop closed (50 computed_torques stamped as joint states) and the start pose held until
-    the first message on ``desired_topic``."""
+    the first command: the first message on ``desired_topic`` or ``computed_torques`` this probe
+    sees (discovery may show it one before the other)."""
     prefix = f"/{namespace}" if namespace else ""
     states, desired, torques = probe
     wait_until(lambda: len(desired.messages) > 0, 30, f"{prefix}/{desired_topic}")
-    first_desired = desired.times[0]
-    held = [_positions(m, model.joint_names) for m, t in zip(states.messages, states.times) if t < first_desired]
+    wait_until(lambda: len(torques.messages) > 200, 30, f"{prefix}/computed_torques")
+    first_command = min(desired.times[0], torques.times[0])
+    held = [_positions(m, model.joint_names) for m, t in zip(states.messages, states.times) if t < first_command]
     assert len(held) > 100, f"{prefix}: {len(held)} joint states before the first {desired_topic}"
     error = np.max(np.abs(np.array(held) - q0))
     print(f"{prefix or '/'}: start pose held within {error:.2e} rad over {len(held)} joint states")
     assert error < 1e-3
-    wait_until(lambda: len(torques.messages) > 200, 30, f"{prefix}/computed_torques")
     stamps = {(m.header.stamp.sec, m.header.stamp.nanosec) for m in list(states.messages)}
     answered = [m for m in list(torques.messages) if (m.header.stamp.sec, m.header.stamp.nanosec) in stamps]
     assert len(answered) >= 50, f"{len(answered)} of {len(torques.messages)} computed_torques answer a joint state"
@@ -169,7 +170,7 @@ def test_sim_in_task_space_closes_the_loop_and_stops_on_sigterm(harness, tmp_pat
         output = _read_until(process, r"^running")
         print(output)
         assert "/desired_pose, /desired_twist, /desired_accel (trajectory publisher -> dynamics node)" in output
-        said = float(re.search(r"start pose +held within ([\d.e+-]+) rad .* before the first desired_pose",
+        said = float(re.search(r"start pose +held within ([\d.e+-]+) rad .* before the first command \(desired_pose\)",
                                output).group(1))
         assert said < 1e-3
         _check_graph(probe, model, q0, desired_topic="desired_pose")

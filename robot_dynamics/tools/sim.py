@@ -239,7 +239,7 @@ def _report(say, nodes, namespace, clock, watch, log_dir, args):
         say(f"  start pose    held by the simulator's drives until the first {prefix}/{desired}")
     else:
         say(f"  start pose    held within {error:.1e} rad over {seconds:.1f} s ({states} joint states) "
-            f"before the first {desired}")
+            f"before the first command ({desired})")
     say("running: Ctrl-C (or SIGTERM) stops every node" if args.duration is None
         else f"running for {args.duration:g} s")
 

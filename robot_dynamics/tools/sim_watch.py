@@ -4,7 +4,7 @@ it starts. rclpy is imported when a :class:`GraphWatch` is made.
 It tells the command when each node is up (the simulator's ``joint_states``, the dynamics node's
 ``gravity_torques``, the loop's desired motion — ``desired_state``, or ``desired_pose`` in task
 space — and ``computed_torques``), measures how far the arm moves from its first published pose
-before the first desired motion (the start-up hold), counts messages for the rates, and checks that
+before the first desired motion or computed torque (the start-up hold), counts messages for the rates, and checks that
 the clock it follows never goes backwards. :func:`second_graph` is the check, shared with the demo,
 for a graph already running where a new one would start.
 """
@@ -82,7 +82,7 @@ class GraphWatch:
         self.topics = {name: Topic() for name in ("joint_states", "gravity_torques", desired,
                                                   "computed_torques", "clock")}
         self.start_pose = None      # {joint: position} of the first joint_states message
-        self.hold_error = 0.0       # max |q - start pose| before the first desired motion, rad or m
+        self.hold_error = 0.0       # max |q - start pose| before the first command, rad or m
         self.hold_time = 0.0        # how long that was measured, s
         self.clock_backwards = 0    # clock messages older than the one before
         self._last_clock = None
@@ -126,7 +126,9 @@ class GraphWatch:
         now = time.monotonic()
         with self.lock:
             self.topics["joint_states"].seen(now)
-            if self.topics[self.desired].count:
+            # the hold ends with the first command, which comes with the first computed_torques: the
+            # dynamics node may discover the trajectory publisher before this process sees desired motion
+            if self.topics[self.desired].count or self.topics["computed_torques"].count:
                 return
             pose = dict(zip(msg.name, msg.position))
             if self.start_pose is None:
