@@ -33,8 +33,9 @@ stderr and a non-zero exit status:
   ``sim`` and ``demo`` (a namespace, a ``--params`` file, ``--global-clock`` without ``--sim-time``,
   a domain ROS 2 does not accept, a duration, radius or frequency out of range), before a node starts;
 - 1: an unreadable or invalid URDF or an unknown robot (every command but ``check-trajectory``), a
-  bad ``--q``, a missing dependency, a graph that cannot start (another one already runs there, a
-  node that ends or does not answer), and ``check-trajectory``'s verdict "beyond a limit".
+  bad ``--q``, a bad option value of ``demo-elastic`` or ``demo-contact``, a missing dependency, a
+  graph that cannot start (another one already runs there, a node that ends or does not answer),
+  and ``check-trajectory``'s verdict "beyond a limit".
 
 Only the ``demo``, ``sim`` and ``bench`` subcommands need ROS 2 (rclpy) and matplotlib; the others need
 only the core library.
