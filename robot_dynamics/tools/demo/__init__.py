@@ -60,8 +60,9 @@ def add_arguments(parser):
 
 
 def check_arguments(args):
-    """Raise :class:`DemoArgumentError` for a bad argument, :class:`DemoError` for a missing dependency.  The CLI calls it before it
-    loads the robot and, on the first run after installing, compiles the nodes' kernels."""
+    """Raise :class:`DemoArgumentError` for a bad argument, :class:`DemoError` for a missing dependency.
+    The CLI calls it before it loads the robot and, on the first run after installing, compiles the
+    nodes' kernels."""
     if not args.duration > 0:
         raise DemoArgumentError("--duration must be positive")
     try:
@@ -122,10 +123,11 @@ def run_demo(args, model, path, load_warnings=()):
         failed = False
     finally:
         recorder.close()
-        if args.log_dir is None and not failed:
-            shutil.rmtree(workdir, ignore_errors=True)
-        elif failed:
+        kept = failed and Path(log_dir).exists()  # (no logs: it started nothing where a graph ran)
+        if kept:
             progress.done(f"node logs kept in {log_dir}")
+        if not (kept and args.log_dir is None):
+            shutil.rmtree(workdir, ignore_errors=True)
 
     metrics = [analyse(run, *error_mask(model)) for run in runs]
     ct, pd = metrics[0], (metrics[1] if len(metrics) > 1 else None)
