@@ -192,11 +192,14 @@ def test_configuration_outside_the_limits_is_computed_with_a_warning(capsys):
     (["gravity", "planar_2r", "--q", "theta1=1", "2"], ["not a mix"]),
     (["mass-matrix", "arm7_gripper", "--q", "arm7_finger_joint2=0.01"], ["mimics 'arm7_finger_joint1'"]),
     (["mass-matrix", "five_bar", "--q", "q3=0.1"], ["joint 'q3' follows 'q1', 'q2'"]),
-    (["demo", "--duration", "0"], ["--duration must be positive"]),
     (["demo", "--robot", "no_such_robot", "--no-plot"], ["no_such_robot"]),
 ])
 def test_bad_arguments_are_one_line_errors(capsys, argv, fragments):
     assert_one_line_error(*run(capsys, *argv), *fragments)
+
+
+def test_a_bad_argument_of_the_demo_is_exit_status_2(capsys):
+    assert_one_line_error(*run(capsys, "demo", "--duration", "0"), "--duration must be positive", code=2)
 
 
 def test_bad_urdf_files_are_one_line_errors(capsys, tmp_path):

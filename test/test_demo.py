@@ -174,6 +174,43 @@ def test_demo_from_an_empty_numba_cache(tmp_path):
     print(f"cold compile in the demo: {compiled:.1f} s")
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--duration", "0"], "--duration must be positive"),
+    (["--domain-id", "233"], "--domain-id '233': ROS 2 accepts the integers 0-232"),
+    (["--task-space", "--radius", "2"], "--radius must be in (0, 1] m"),
+])
+def test_the_demo_refuses_a_bad_argument_with_exit_status_2(tmp_path, args, message):
+    pytest.importorskip("rclpy", reason="the demo needs ROS 2 (pip install .[ros])")
+    done = subprocess.run([*_demo_command(), "demo", "--robot", "planar_2r", "--log-dir", str(tmp_path / "logs"),
+                           *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "logs").exists()
+
+
+@pytest.mark.realtime
+def test_the_demo_refuses_a_domain_where_a_graph_runs_before_it_starts_a_node(tmp_path):
+    """Something already publishes /joint_states on the demo's domain (the tests' own): the demo
+    says so and ends with status 1 without starting a node of its own there (no node log)."""
+    pytest.importorskip("rclpy", reason="the demo needs ROS 2 (pip install .[ros])")
+    from sensor_msgs.msg import JointState
+
+    from ros_helpers import RosHarness
+
+    harness = RosHarness("foreign_graph")
+    try:
+        harness.publisher(JointState, "/joint_states")
+        done = subprocess.run([*_demo_command(), "demo", "--duration", "2", "--no-pd", "--no-plot", "--robot",
+                               "planar_2r", "--log-dir", str(tmp_path / "logs")],
+                              capture_output=True, text=True, timeout=240)
+    finally:
+        harness.close()
+    assert done.returncode == 1, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert not list((tmp_path / "logs").rglob("*.log")), "the demo started nodes on a domain already in use"
+    assert (f"a graph already runs in namespace / on ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']}"
+            in done.stderr), done.stderr
+    assert "--isolated" in done.stderr and "node logs kept" not in done.stderr
+
+
 def test_stamps_are_used_when_both_topics_share_a_clock():
     run = synthetic_run("ct")
     assert analysis._clock_of(run) == "stamp"

@@ -51,8 +51,7 @@ RUN_ELSEWHERE = {
     ".venv/bin/robot-dynamics sim": "test/test_sim.py::test_sim_closes_the_loop_holds_the_start_pose_and_leaves_nothing_after_ctrl_c",
     ".venv/bin/robot-dynamics sim --robot my_robot.urdf --namespace arm --no-trajectory":
         "test/test_sim.py::test_sim_without_trajectory_in_a_namespace_holds_the_arm",
-    "robot-dynamics sim --robot planar_2r --duration 10":
-        "test/test_sim.py::test_sim_without_trajectory_in_a_namespace_holds_the_arm",
+    "robot-dynamics sim --robot planar_2r --duration 10": "test/test_sim.py::test_sim_stops_by_itself_after_its_duration",
     "robot-dynamics sim --sim-time --namespace left --robot ur5_robot.urdf":
         "test/test_sim.py::test_two_arms_side_by_side_each_on_its_own_clock",
     "robot-dynamics sim --sim-time --namespace right --robot arm7_gripper":

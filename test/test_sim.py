@@ -23,6 +23,7 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", reason="sim needs ROS 2 (pip install .[ros])")
 
+from geometry_msgs.msg import PoseStamped  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
@@ -66,11 +67,16 @@ def _read_until(process, pattern, timeout=UP_TIMEOUT):
     raise AssertionError(f"no line matching {pattern!r}; output:\n" + "".join(process.lines))
 
 
-def _interrupt(process, output):
-    """Ctrl-C; the rest of the output; every node pid the command printed is gone."""
-    pids = [int(pid) for pid in re.findall(r"\(pid (\d+)\)", output)]
-    process.send_signal(signal.SIGINT)
+def _interrupt(process, output, signum=signal.SIGINT):
+    """Ctrl-C (or another signal); the rest of the output; every node pid the command printed is gone."""
+    process.send_signal(signum)
     process.wait(30)
+    return _ended_cleanly(process, output)
+
+
+def _ended_cleanly(process, output):
+    """The whole output of an ended command: exit status 0, every node pid it printed gone."""
+    pids = [int(pid) for pid in re.findall(r"\(pid (\d+)\)", output)]
     time.sleep(0.2)
     rest = "".join(process.lines)
     assert process.returncode == 0, rest
@@ -97,26 +103,29 @@ def _positions(msg, names):
     return np.array([msg.position[index[name]] for name in names])
 
 
-def _check_graph(probe, model, q0, namespace=""):
-    """The loop closed (50 computed_torques stamped as joint states) and the start pose held."""
+def _check_graph(probe, model, q0, namespace="", desired_topic="desired_state"):
+    """The loop closed (50 computed_torques stamped as joint states) and the start pose held until
+    the first command: the first message on ``desired_topic`` or ``computed_torques`` this probe
+    sees (discovery may show it one before the other)."""
     prefix = f"/{namespace}" if namespace else ""
     states, desired, torques = probe
-    wait_until(lambda: len(desired.messages) > 0, 30, f"{prefix}/desired_state")
-    first_desired = desired.times[0]
-    held = [_positions(m, model.joint_names) for m, t in zip(states.messages, states.times) if t < first_desired]
-    assert len(held) > 100, f"{prefix}: {len(held)} joint states before the first desired_state"
+    wait_until(lambda: len(desired.messages) > 0, 30, f"{prefix}/{desired_topic}")
+    wait_until(lambda: len(torques.messages) > 200, 30, f"{prefix}/computed_torques")
+    first_command = min(desired.times[0], torques.times[0])
+    held = [_positions(m, model.joint_names) for m, t in zip(states.messages, states.times) if t < first_command]
+    assert len(held) > 100, f"{prefix}: {len(held)} joint states before the first {desired_topic}"
     error = np.max(np.abs(np.array(held) - q0))
     print(f"{prefix or '/'}: start pose held within {error:.2e} rad over {len(held)} joint states")
     assert error < 1e-3
-    wait_until(lambda: len(torques.messages) > 200, 30, f"{prefix}/computed_torques")
     stamps = {(m.header.stamp.sec, m.header.stamp.nanosec) for m in list(states.messages)}
     answered = [m for m in list(torques.messages) if (m.header.stamp.sec, m.header.stamp.nanosec) in stamps]
     assert len(answered) >= 50, f"{len(answered)} of {len(torques.messages)} computed_torques answer a joint state"
 
 
-def _probe(harness, namespace=""):
+def _probe(harness, namespace="", desired=(JointTrajectory, "desired_state")):
     prefix = f"/{namespace}" if namespace else ""
-    return (harness.collect(JointState, f"{prefix}/joint_states"), harness.collect(JointTrajectory, f"{prefix}/desired_state"),
+    message, topic = desired
+    return (harness.collect(JointState, f"{prefix}/joint_states"), harness.collect(message, f"{prefix}/{topic}"),
             harness.collect(JointState, f"{prefix}/computed_torques"))
 
 
@@ -144,6 +153,49 @@ def test_sim_closes_the_loop_holds_the_start_pose_and_leaves_nothing_after_ctrl_
         assert said < 1e-3
         _check_graph(probe, model, q0)
         _interrupt(process, output)
+    finally:
+        _stop(process)
+
+
+def test_sim_in_task_space_closes_the_loop_and_stops_on_sigterm(harness, tmp_path):
+    """``sim --command-source task_space``: the trajectory publisher sends desired_pose (no
+    desired_state); the command waits for that, measures the hold until it, and SIGTERM stops
+    every node with exit status 0."""
+    model = rd.load_urdf("arm7_gripper")
+    q0, _, _ = graph.robot_setup(model)
+    probe = _probe(harness, desired=(PoseStamped, "desired_pose"))
+    joint_space = harness.collect(JointTrajectory, "/desired_state")
+    process = _sim("--robot", "arm7_gripper", "--command-source", "task_space", log_dir=tmp_path / "logs")
+    try:
+        output = _read_until(process, r"^running")
+        print(output)
+        assert "/desired_pose, /desired_twist, /desired_accel (trajectory publisher -> dynamics node)" in output
+        said = float(re.search(r"start pose +held within ([\d.e+-]+) rad .* before the first command \(desired_pose\)",
+                               output).group(1))
+        assert said < 1e-3
+        _check_graph(probe, model, q0, desired_topic="desired_pose")
+        assert joint_space.messages == []  # (the publisher sends the pose alone in task space)
+        _interrupt(process, output, signal.SIGTERM)
+    finally:
+        _stop(process)
+
+
+def test_sim_stops_by_itself_after_its_duration(harness, tmp_path):
+    """``sim --robot planar_2r --duration 10`` (docs/cli.md): the loop runs, and after 10 s the
+    command stops every node and exits with status 0."""
+    documented = "robot-dynamics sim --robot planar_2r --duration 10"
+    assert documented in (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    torques = harness.collect(JointState, "/computed_torques")
+    process = _sim(*documented.split()[2:], log_dir=tmp_path / "logs")
+    try:
+        output = _read_until(process, r"^running for 10 s")
+        running_since = time.monotonic()
+        process.wait(60)
+        ran = time.monotonic() - running_since
+        rest = _ended_cleanly(process, output)
+        assert 9.0 < ran < 30.0, ran
+        assert re.search(r"^stopped .*simulator_node \(0\)", rest, re.M), rest
+        assert len(torques.messages) > 1000  # about 10 s of the loop at 500 Hz
     finally:
         _stop(process)
 
@@ -262,5 +314,5 @@ def test_sim_refuses_a_bad_argument_in_one_line_and_starts_nothing(tmp_path, arg
     args = [arg.format(missing=tmp_path / "none.yaml", wrong=wrong) for arg in args]
     done = subprocess.run([*_sim_command(), "sim", "--robot", "planar_2r", "--namespace", "left", *args],
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1 and message in done.stderr, done.stderr
+    assert done.returncode == 2 and message in done.stderr, done.stderr
     assert "up after" not in done.stdout and len(done.stderr.strip().splitlines()) == 1

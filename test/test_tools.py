@@ -140,3 +140,30 @@ def test_the_tooling_never_imports_the_command_line():
     for path in (PACKAGE / "tools").rglob("*.py"):
         bad = sorted(name for name in _imports(path) if name.startswith("robot_dynamics.cli"))
         assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
+
+
+@pytest.mark.parametrize("argv, exported, domain, source", [
+    (["--domain-id", "66"], "9", "66", "--domain-id"),
+    ([], "9", "9", "the exported ROS_DOMAIN_ID"),
+])
+def test_bench_simulator_runs_its_node_on_your_domain_and_says_which(monkeypatch, capsys, argv, exported, domain,
+                                                                     source):
+    """``bench simulator``'s node runs where the other commands' nodes do (``--domain-id``, the exported
+    ROS_DOMAIN_ID, ``--isolated``), and the benchmark prints that domain."""
+    pytest.importorskip("rclpy", reason="the node part needs ROS 2")
+    from robot_dynamics.tools.benchmarks import simulator
+
+    monkeypatch.setenv("ROS_DOMAIN_ID", exported)
+    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    environments = []
+    monkeypatch.setattr(simulator, "library_table", lambda quick: [])
+    monkeypatch.setattr(simulator, "print_library_table", lambda rows: None)
+    monkeypatch.setattr(simulator, "robots", lambda: {"planar_2r": (bundled_urdf("planar_2r").read_text(),
+                                                                    np.zeros(2))})
+    monkeypatch.setattr(simulator, "node_run", lambda name, urdf, pose, duration, workdir, env:
+                        environments.append(env) or (25.0, 90.0))
+    assert simulator.main([*argv, "--duration", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"ROS_DOMAIN_ID={domain} ({source}; this machine only)" in out
+    assert [env["ROS_DOMAIN_ID"] for env in environments] == [domain]
+    assert "| planar_2r | 25.0x | 90 % |" in out

@@ -25,9 +25,17 @@ Subcommands::
 ``URDF`` is a file path or the name of a bundled robot (``planar_2r``, ``arm7_gripper``,
 ``cartesian_3dof``). ``--q`` takes the joint values in model order (``--q 0 0.5``, also
 ``--q 0,0.5``) or by name (``--q theta2=0.5``; joints not named are 0). Errors are one line on
-stderr and a non-zero exit status: 1 for a bad URDF, configuration or unknown robot, 2 for a
-command-line usage error or bad input to ``excite``/``identify`` (a recording, an option's value,
-an output path).
+stderr and a non-zero exit status:
+
+- 2: a command-line usage error (argparse), and bad input found before any work: to ``excite``,
+  ``identify`` and ``external-torques`` (a recording, an option's value, an output path), to
+  ``check-trajectory`` (its URDF or robot name included: its 1 means a limit is exceeded), and to
+  ``sim`` and ``demo`` (a namespace, a ``--params`` file, ``--global-clock`` without ``--sim-time``,
+  a domain ROS 2 does not accept, a duration, radius or frequency out of range), before a node starts;
+- 1: an unreadable or invalid URDF or an unknown robot (every command but ``check-trajectory``), a
+  bad ``--q``, a bad option value of ``demo-elastic`` or ``demo-contact``, a missing dependency, a
+  graph that cannot start (another one already runs there, a node that ends or does not answer),
+  and ``check-trajectory``'s verdict "beyond a limit".
 
 Only the ``demo``, ``sim`` and ``bench`` subcommands need ROS 2 (rclpy) and matplotlib; the others need
 only the core library.

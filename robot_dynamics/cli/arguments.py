@@ -9,9 +9,8 @@ import numpy as np
 
 
 class CLIError(Exception):
-    """A user error: printed as one line on stderr, exit status ``status`` (1; 2 for bad input to
-    ``excite``/``identify``/``external-torques``/``check-trajectory``: a recording or trajectory, an option's value,
-    an output path)."""
+    """A user error: printed as one line on stderr, exit status ``status`` (1; 2 for bad input found
+    before any work: see :mod:`robot_dynamics.cli` for which)."""
 
     def __init__(self, message, status=1):
         super().__init__(message)

@@ -33,7 +33,7 @@ def run_demo(args):
             return run_task_space_demo(args, *load_model(args.robot, "demo"))
         return run(args, *load_model(args.robot, "demo"))
     except DemoError as error:
-        raise CLIError(str(error)) from None
+        raise CLIError(str(error), status=error.status) from None
 
 
 def run_elastic_demo(args):

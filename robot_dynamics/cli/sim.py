@@ -24,6 +24,6 @@ def run_sim(args):
     interrupt_on_sigterm()  # it starts the nodes: a SIGTERM stops them as a Ctrl-C does
     try:
         check_arguments(args)
-        return run(args, *load_model(args.robot, "demo"))
+        return run(args, lambda: load_model(args.robot, "demo"))
     except SimError as error:
-        raise CLIError(str(error)) from None
+        raise CLIError(str(error), status=error.status) from None

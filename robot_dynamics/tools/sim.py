@@ -7,13 +7,14 @@ that the arm is never left without a drive:
 1. the simulator, which holds every joint at the start pose until its first command
    (:data:`~robot_dynamics.tools.graph.START_UP`: ``on_command_timeout: hold_position``, which also
    holds the arm should the dynamics node stop); up when it publishes ``joint_states``;
-2. at the same time the dynamics node, which commands nothing before it has a ``desired_state``;
-   up when it answers with ``gravity_torques``;
+2. at the same time the dynamics node, which commands nothing before it has a desired motion
+   (``desired_state``; ``desired_pose`` with ``--command-source task_space``); up when it answers
+   with ``gravity_torques``;
 3. then the trajectory publisher (unless ``--no-trajectory``), whose trajectory starts at the start
-   pose, at rest; the loop is closed when ``computed_torques`` flow.
+   pose, at rest; the loop is closed when the desired motion and ``computed_torques`` flow.
 
 It then says what runs where (domain, namespace, nodes, topics, clock, logs) and how far the arm
-moved before its first ``desired_state``, and keeps the nodes running. Every node ends with this
+moved before its first desired motion, and keeps the nodes running. Every node ends with this
 process (:func:`~robot_dynamics.tools.processes.die_with_parent`); Ctrl-C or SIGTERM stops them
 (SIGINT, then SIGTERM, then SIGKILL) and the command exits with status 0 if all of them ended cleanly.
 
@@ -21,7 +22,10 @@ Clocks: with ``--sim-time`` the simulator publishes the graph's clock and the ot
 Without a namespace (or with ``--global-clock``) that is ``/clock``; a graph in namespace ``NS`` has
 ``/NS/clock`` of its own, so two simulators never interleave their times on one topic. Before it
 starts anything the command looks for a graph already publishing its ``joint_states`` or its clock
-and refuses to start a second one there.
+and refuses to start a second one there (:func:`~robot_dynamics.tools.sim_watch.second_graph`).
+
+Exit status: 0 after a clean stop; 2 for a bad argument (:class:`ArgumentError`), before anything
+starts; 1 when the graph cannot start or a node ends.
 """
 
 import shutil
@@ -31,14 +35,21 @@ import time
 from pathlib import Path
 
 from . import graph, processes
-from .sim_watch import GraphWatch
+from .sim_watch import GraphWatch, second_graph
 
 START_TIMEOUT = 45.0  # s: one node's start-up and discovery on a busy 2-core machine
-DISCOVERY_WAIT = 2.0  # s: how long to look for a graph already running where this one would
 
 
 class SimError(RuntimeError):
     """The graph cannot start or a node of it ended; the message says which and why."""
+
+    status = 1  # the command's exit status
+
+
+class ArgumentError(SimError):
+    """A bad argument or input file: exit status 2, as for every command's bad input."""
+
+    status = 2
 
 
 def add_arguments(parser):
@@ -68,28 +79,29 @@ def add_arguments(parser):
 
 
 def check_arguments(args):
-    """Raise :class:`SimError` for a bad argument or a missing dependency, before anything starts."""
+    """Raise :class:`ArgumentError` for a bad argument, :class:`SimError` for a missing dependency,
+    before anything starts."""
     if args.duration is not None and not args.duration > 0:
-        raise SimError("--duration must be positive")
+        raise ArgumentError("--duration must be positive")
     if args.global_clock and not args.sim_time:
-        raise SimError("--global-clock needs --sim-time")
+        raise ArgumentError("--global-clock needs --sim-time")
     namespace = args.namespace.strip("/")
     if namespace and not all(part and (part[0].isalpha() or part[0] == "_")
                              and all(c.isalnum() or c == "_" for c in part) for part in namespace.split("/")):
-        raise SimError(f"--namespace {args.namespace!r}: ROS 2 names are letters, digits and _ "
+        raise ArgumentError(f"--namespace {args.namespace!r}: ROS 2 names are letters, digits and _ "
                        f"(not starting with a digit), separated by /")
     if args.params is not None:
         if not args.params.is_file():
-            raise SimError(f"--params: no such file {str(args.params)!r}")
+            raise ArgumentError(f"--params: no such file {str(args.params)!r}")
         try:
             graph.params_sections(args.params)
         except ValueError as error:
-            raise SimError(f"--params: {error}") from None
+            raise ArgumentError(f"--params: {error}") from None
     try:
         processes.choose_domain(args.domain_id, args.isolated)
     except ValueError as error:
-        raise SimError(str(error)) from None
-    for module in ("rclpy", "sensor_msgs", "trajectory_msgs", "rosgraph_msgs", "std_srvs"):
+        raise ArgumentError(str(error)) from None
+    for module in ("rclpy", "sensor_msgs", "trajectory_msgs", "geometry_msgs", "rosgraph_msgs", "std_srvs"):
         try:
             __import__(module)
         except ImportError:
@@ -104,9 +116,11 @@ def clock_topic(args):
     return graph.CLOCK if args.global_clock or not namespace else f"/{namespace}/clock"
 
 
-def run_sim(args, model, path, load_warnings=(), out=None):
-    """``robot-dynamics sim`` on ``model`` (read from ``path``), its arguments checked; returns the exit
-    status once the graph is stopped. Raises :class:`SimError` if it cannot start or a node ends."""
+def run_sim(args, load, out=None):
+    """``robot-dynamics sim``, its arguments checked, on the robot ``load()`` returns as ``(model, path,
+    load warnings)`` (compiling the kernels first if they are not in numba's cache: meanwhile, DDS
+    discovery looks for a graph already running here); returns the exit status once the graph is
+    stopped. Raises :class:`SimError` if it cannot start or a node ends."""
     out = out or sys.stdout
 
     def say(line=""):
@@ -114,24 +128,19 @@ def run_sim(args, model, path, load_warnings=(), out=None):
 
     namespace = args.namespace.strip("/")
     clock = clock_topic(args)
-    nodes_to_start = graph.simulation_graph(
-        path.read_text(), use_sim_time=args.sim_time, command_source=args.command_source,
-        clock_topic=clock or graph.CLOCK, extra_params=args.params, trajectory=not args.no_trajectory)
-    if args.params is not None and len(graph.unused_layers(nodes_to_start, namespace)) == len(nodes_to_start):
-        raise SimError(f"--params {str(args.params)!r}: none of its sections names a node of the graph "
-                       f"({', '.join(graph.fully_qualified_name(namespace, n.name) for n in nodes_to_start)})")
-    say(f"robot_dynamics sim: {model.name} ({model.nv} coordinates) from {path}")
-    for warning in load_warnings:
-        say(f"  warning: {warning}")
-    env, domain = processes.graph_environment(args, lambda text: say(f"  warning: {text}"))
-    say(f"  {domain}")
+    domain_warnings = []
+    env, domain = processes.graph_environment(args, domain_warnings.append)
+    watch = GraphWatch(namespace, clock, desired_topic(args))  # discovery starts, the robot loads
+    try:
+        nodes_to_start = _prepare(args, load(), watch, domain, domain_warnings, say)
+    except BaseException:
+        watch.close()
+        raise
     workdir = None if args.log_dir else Path(tempfile.mkdtemp(prefix="robot_dynamics_sim_"))
     log_dir = Path(args.log_dir or workdir)
-    watch = GraphWatch(namespace, clock)
     running, clean = [], False
     started = time.monotonic()
     try:
-        _refuse_a_second_graph(watch, namespace, clock, domain)
         # the simulator and the dynamics node start together (the arm is held either way), the
         # trajectory once the dynamics node answers: its motion starts from the start pose at rest
         for stage in (nodes_to_start[:2], nodes_to_start[2:]):
@@ -158,26 +167,40 @@ def run_sim(args, model, path, load_warnings=(), out=None):
     return 0 if ok else 1
 
 
-def _refuse_a_second_graph(watch, namespace, clock, domain):
-    """SimError if a graph already publishes this one's joint_states (or its clock) in this domain."""
-    topics = [graph.fully_qualified_name(namespace, "joint_states")] + ([clock] if clock else [])
-    found = watch.others_on(topics, DISCOVERY_WAIT)
-    if clock in found:
-        raise SimError(f"something already publishes {clock} on {domain}: two simulators' clocks on one topic "
-                       f"interleave and time goes backwards; run this graph in another --namespace (its own "
-                       f"clock /NS/clock), without --global-clock")
-    if found:
-        raise SimError(f"a graph already runs in namespace {'/' + namespace if namespace else '/'} on {domain} "
-                       f"({', '.join(found)} has a publisher): give this one another --namespace")
+def _prepare(args, loaded, watch, domain, domain_warnings, say):
+    """The nodes to start on the robot ``loaded`` (model, path, warnings), once said what and where;
+    SimError if a graph already runs there (as ``watch`` sees it since it was made)."""
+    model, path, load_warnings = loaded
+    namespace, clock = args.namespace.strip("/"), clock_topic(args)
+    nodes_to_start = graph.simulation_graph(
+        path.read_text(), use_sim_time=args.sim_time, command_source=args.command_source,
+        clock_topic=clock or graph.CLOCK, extra_params=args.params, trajectory=not args.no_trajectory)
+    if args.params is not None and len(graph.unused_layers(nodes_to_start, namespace)) == len(nodes_to_start):
+        raise ArgumentError(f"--params {str(args.params)!r}: none of its sections names a node of the graph "
+                            f"({', '.join(graph.fully_qualified_name(namespace, n.name) for n in nodes_to_start)})")
+    say(f"robot_dynamics sim: {model.name} ({model.nv} coordinates) from {path}")
+    for warning in load_warnings + domain_warnings:
+        say(f"  warning: {warning}")
+    say(f"  {domain}")
+    refusal = second_graph(watch.node, namespace, clock, domain, "give this one another --namespace", watch.created)
+    if refusal:
+        raise SimError(refusal)
+    return nodes_to_start
+
+
+def desired_topic(args):
+    """The topic of the desired motion: ``desired_pose`` in task space (with ``desired_twist`` and
+    ``desired_accel``, stamped alike), else ``desired_state``."""
+    return "desired_pose" if args.command_source == "task_space" else "desired_state"
 
 
 def _wait_for(node, running, watch, log_dir):
     """Wait until ``node`` (just started) answers; SimError if a node ends or it takes too long."""
     ready = {"simulator_node": lambda: watch.count("joint_states") > 0,
              "dynamics_node": watch.dynamics_ready,
-             "trajectory_publisher": lambda: watch.count("desired_state") > 0 and watch.count("computed_torques") > 0}
+             "trajectory_publisher": lambda: watch.count(watch.desired) > 0 and watch.count("computed_torques") > 0}
     waiting_for = {"simulator_node": "joint_states", "dynamics_node": "gravity_torques",
-                   "trajectory_publisher": "desired_state and computed_torques"}
+                   "trajectory_publisher": f"{watch.desired} and computed_torques"}
     deadline = time.monotonic() + START_TIMEOUT
     while not ready[node.executable]():
         _check_alive(running)
@@ -197,10 +220,13 @@ def _check_alive(running):
 def _report(say, nodes, namespace, clock, watch, log_dir, args):
     """What runs where, and how still the arm stood before the first trajectory."""
     prefix = "/" + namespace if namespace else ""
+    desired = watch.desired
+    motion = (f"{prefix}/desired_pose, {prefix}/desired_twist, {prefix}/desired_accel" if desired == "desired_pose"
+              else f"{prefix}/desired_state")
     say(f"  namespace     {prefix or '/ (none)'}")
     say(f"  nodes         {', '.join(graph.fully_qualified_name(namespace, n.name) for n in nodes)}")
     say(f"  topics        {prefix}/joint_states (simulator -> dynamics node), {prefix}/effort_command "
-        f"(dynamics node -> simulator), {prefix}/desired_state ("
+        f"(dynamics node -> simulator), {motion} ("
         + ("you -> dynamics node" if args.no_trajectory else "trajectory publisher -> dynamics node")
         + f"), {prefix}/computed_torques, {prefix}/gravity_torques, /diagnostics")
     say(f"  services      {prefix}/robot_dynamics_simulator/reset, .../pause"
@@ -210,10 +236,10 @@ def _report(say, nodes, namespace, clock, watch, log_dir, args):
     with watch.lock:
         error, seconds, states = watch.hold_error, watch.hold_time, watch.topics["joint_states"].count
     if args.no_trajectory:
-        say(f"  start pose    held by the simulator's drives until the first {prefix}/desired_state")
+        say(f"  start pose    held by the simulator's drives until the first {prefix}/{desired}")
     else:
         say(f"  start pose    held within {error:.1e} rad over {seconds:.1f} s ({states} joint states) "
-            f"before the first desired_state")
+            f"before the first command ({desired})")
     say("running: Ctrl-C (or SIGTERM) stops every node" if args.duration is None
         else f"running for {args.duration:g} s")
 

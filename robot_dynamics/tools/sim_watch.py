@@ -2,9 +2,11 @@
 it starts. rclpy is imported when a :class:`GraphWatch` is made.
 
 It tells the command when each node is up (the simulator's ``joint_states``, the dynamics node's
-``gravity_torques``, the loop's ``desired_state`` and ``computed_torques``), measures how far the
-arm moves from its first published pose before the first ``desired_state`` (the start-up hold),
-counts messages for the rates, and checks that the clock it follows never goes backwards.
+``gravity_torques``, the loop's desired motion — ``desired_state``, or ``desired_pose`` in task
+space — and ``computed_torques``), measures how far the arm moves from its first published pose
+before the first desired motion or computed torque (the start-up hold), counts messages for the rates, and checks that
+the clock it follows never goes backwards. :func:`second_graph` is the check, shared with the demo,
+for a graph already running where a new one would start.
 """
 
 import os
@@ -12,6 +14,34 @@ import threading
 import time
 
 import numpy as np
+
+from .graph import fully_qualified_name
+
+#: s of DDS discovery after which a graph already running is known: a new participant learns of
+#: another's publishers within 0.1-2.6 s here (localhost discovery)
+DISCOVERY_WAIT = 3.0
+
+
+def second_graph(node, namespace, clock, domain, remedy, since=None):
+    """Why a graph must not start in ``namespace`` on ``domain`` (a message ending with ``remedy``), or
+    None: something already publishes its ``joint_states`` (or its ``clock``), as ``node`` (an rclpy
+    node on that domain, publishing neither, created at ``since``: time.monotonic(); default now)
+    sees it within :data:`DISCOVERY_WAIT` s of its creation."""
+    topics = [fully_qualified_name(namespace, "joint_states")] + ([clock] if clock else [])
+    deadline = (time.monotonic() if since is None else since) + DISCOVERY_WAIT
+    while True:
+        found = [topic for topic in topics if node.count_publishers(topic) > 0]
+        if found or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    if clock in found:
+        return (f"something already publishes {clock} on {domain}: two simulators' clocks on one topic "
+                f"interleave and time goes backwards; run this graph in another --namespace (its own "
+                f"clock /NS/clock), without --global-clock")
+    if found:
+        return (f"a graph already runs in namespace {'/' + namespace if namespace else '/'} on {domain} "
+                f"({', '.join(found)} has a publisher): {remedy}")
+    return None
 
 
 class Topic:
@@ -28,9 +58,11 @@ class Topic:
 
 
 class GraphWatch:
-    """Subscribes to one graph's topics (relative to ``namespace``) and ``clock_topic`` (if given)."""
+    """Subscribes to one graph's topics (relative to ``namespace``) and ``clock_topic`` (if given);
+    ``desired`` is the topic of the desired motion: ``desired_state`` (joint space, a
+    JointTrajectory) or ``desired_pose`` (task space, a PoseStamped)."""
 
-    def __init__(self, namespace="", clock_topic=None):
+    def __init__(self, namespace="", clock_topic=None, desired="desired_state"):
         import rclpy
         from rclpy.context import Context
         from rclpy.executors import SingleThreadedExecutor
@@ -42,19 +74,26 @@ class GraphWatch:
         rclpy.init(context=self.context)
         self.node = rclpy.create_node(f"robot_dynamics_sim_{os.getpid()}", namespace=namespace or "",
                                       context=self.context)
+        self.created = time.monotonic()  # (its DDS discovery starts)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.lock = threading.Lock()
-        self.topics = {name: Topic() for name in ("joint_states", "gravity_torques", "desired_state",
+        self.desired = desired
+        self.topics = {name: Topic() for name in ("joint_states", "gravity_torques", desired,
                                                   "computed_torques", "clock")}
         self.start_pose = None      # {joint: position} of the first joint_states message
-        self.hold_error = 0.0       # max |q - start pose| before the first desired_state, rad or m
+        self.hold_error = 0.0       # max |q - start pose| before the first command, rad or m
         self.hold_time = 0.0        # how long that was measured, s
         self.clock_backwards = 0    # clock messages older than the one before
         self._last_clock = None
         sensor = qos_profile_sensor_data
         self.node.create_subscription(JointState, "joint_states", self._on_state, sensor)
-        self.node.create_subscription(JointTrajectory, "desired_state", self._counter("desired_state"), sensor)
+        if desired == "desired_pose":
+            from geometry_msgs.msg import PoseStamped
+
+            self.node.create_subscription(PoseStamped, desired, self._counter(desired), sensor)
+        else:
+            self.node.create_subscription(JointTrajectory, desired, self._counter(desired), sensor)
         self.node.create_subscription(JointState, "computed_torques", self._counter("computed_torques"), sensor)
         self._gravity = self.node.create_subscription(JointState, "gravity_torques",
                                                       self._counter("gravity_torques"), sensor)
@@ -87,7 +126,9 @@ class GraphWatch:
         now = time.monotonic()
         with self.lock:
             self.topics["joint_states"].seen(now)
-            if self.topics["desired_state"].count:
+            # the hold ends with the first command, which comes with the first computed_torques: the
+            # dynamics node may discover the trajectory publisher before this process sees desired motion
+            if self.topics[self.desired].count or self.topics["computed_torques"].count:
                 return
             pose = dict(zip(msg.name, msg.position))
             if self.start_pose is None:
@@ -120,17 +161,3 @@ class GraphWatch:
             self.node.destroy_subscription(self._gravity)
             self._gravity = None
         return self._gravity is None
-
-    def publishers(self, topic):
-        """Publishers of ``topic`` (resolved in this node's namespace) other than this process's."""
-        return self.node.count_publishers(topic)
-
-    def others_on(self, topics, wait):
-        """``{topic: publishers}`` of those of ``topics`` that something already publishes, after
-        ``wait`` seconds of discovery (a graph started earlier is found within about a second)."""
-        deadline = time.monotonic() + wait
-        while True:
-            found = {topic: n for topic in topics if (n := self.publishers(topic)) > 0}
-            if found or time.monotonic() >= deadline:
-                return found
-            time.sleep(0.1)

@@ -1,7 +1,8 @@
 """``robot-dynamics demo --task-space``: the demo's graph with the loop closed in task space.
 
 The graph of ``launch/simulation.launch.py`` (simulator, dynamics node, trajectory publisher as
-subprocesses, on a private ``ROS_DOMAIN_ID``), with two parameter layers on top:
+subprocesses, on your ``ROS_DOMAIN_ID``, a private one with ``--isolated``: as the joint-space demo),
+with two parameter layers on top:
 
     trajectory_publisher (cartesian.shape circle) --desired_pose/_twist/_accel--> dynamics_node
     (command_source task_space) --effort_command--> simulator_node --joint_states--> dynamics_node

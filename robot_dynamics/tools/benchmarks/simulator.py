@@ -17,10 +17,12 @@ Two tables, for Panda-7 (example-robot-data's Panda, finger joints fixed) and ta
 
 Target (issue 4): >= 20x real time for Panda-7 in the node.
 
-    robot-dynamics bench simulator [--duration 10] [--quick] [--no-node]
+    robot-dynamics bench simulator [--duration 10] [--quick] [--no-node] [--domain-id N | --isolated]
     python -m robot_dynamics.tools.benchmarks.simulator
 
-Needs example-robot-data; the node part needs rclpy.  Don't run it on a busy machine.
+The node runs on your ROS_DOMAIN_ID, as every command's nodes do (``--domain-id N``, or a private one
+with ``--isolated``); the benchmark prints which. Needs example-robot-data; the node part needs
+rclpy.  Don't run it on a busy machine.
 """
 
 import argparse
@@ -36,6 +38,7 @@ import numpy as np
 import robot_dynamics as rd
 from robot_dynamics.tools.benchmarks.robots import example_robot_path, panda7_urdf
 from robot_dynamics.simulation import Simulator
+from robot_dynamics.tools import processes
 
 DT = 1e-3
 INTEGRATORS = ("euler", "semi_implicit_euler", "rk4")
@@ -133,14 +136,13 @@ def _cpu_seconds(pid):
         return float("nan")
 
 
-def node_run(name, urdf, pose, duration, workdir):
-    """Start simulator_node at real_time_factor 0; (mean real-time factor, CPU %) from its diagnostics."""
+def node_run(name, urdf, pose, duration, workdir, env):
+    """Start simulator_node at real_time_factor 0 in the environment ``env`` (its domain; this process's
+    own is the same, :func:`processes.graph_environment`); (mean real-time factor, CPU %) from its
+    diagnostics."""
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
 
-    from robot_dynamics.tools import processes
-
-    env = processes.ros_environment()
     description = processes.params_file({"robot_description": urdf}, workdir / f"{name}_description.yaml")
     params = processes.params_file({
         "real_time_factor": 0.0, "integrator": "rk4", "physics_rate": 1000.0, "publish_rate": 500.0,
@@ -148,9 +150,6 @@ def node_run(name, urdf, pose, duration, workdir):
     }, workdir / f"{name}_simulator.yaml")
     argv = processes.executable("simulator_node") + processes.ros_args([description, params])
     process = processes.NodeProcess("simulator_node", argv, env, workdir / f"{name}_simulator.log")
-    old_domain = os.environ.get("ROS_DOMAIN_ID")
-    os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
-    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     reports = []
     context = rclpy.Context()
     try:
@@ -190,17 +189,13 @@ def node_run(name, urdf, pose, duration, workdir):
     finally:
         context.try_shutdown()
         process.stop()
-        if old_domain is None:
-            os.environ.pop("ROS_DOMAIN_ID", None)
-        else:
-            os.environ["ROS_DOMAIN_ID"] = old_domain
 
 
-def node_table(duration):
+def node_table(duration, env):
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_simulator_") as workdir:
         for name, (urdf, pose) in robots().items():
-            factor, cpu = node_run(name, urdf, pose, duration, Path(workdir))
+            factor, cpu = node_run(name, urdf, pose, duration, Path(workdir), env)
             rows.append((name, factor, cpu))
     print(f"\nsimulator_node, real_time_factor 0, rk4 at 1 kHz, joint_states at 500 Hz simulated ({duration:g} s each)")
     print("| robot | real-time factor | node CPU |")
@@ -216,7 +211,12 @@ def main(argv=None):
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per node run (default 10)")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
     parser.add_argument("--no-node", action="store_true", help="skip the simulator_node runs (no ROS needed)")
+    processes.add_domain_arguments(parser)
     args = parser.parse_args(argv)
+    try:
+        processes.choose_domain(args.domain_id, args.isolated)
+    except ValueError as error:
+        parser.error(str(error))
     print_library_table(library_table(args.quick))
     if not args.no_node:
         try:
@@ -224,7 +224,9 @@ def main(argv=None):
         except ImportError:
             print("\n(rclpy not installed: simulator_node runs skipped)")
             return 0
-        node_table(args.duration)
+        env, domain = processes.graph_environment(args, lambda text: print(f"warning: {text}", flush=True))
+        print(f"\nsimulator_node on {domain}")
+        node_table(args.duration, env)
     return 0
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import graph, processes
-from .analysis import DemoError, analyse, error_mask, summary_lines
+from .analysis import DemoArgumentError, DemoError, analyse, error_mask, summary_lines
 from .closed_loop import Progress, closed_loop, pd_gains
 from .figure import plot
 from .recorder import Recorder
@@ -60,16 +60,17 @@ def add_arguments(parser):
 
 
 def check_arguments(args):
-    """Raise :class:`DemoError` for a bad argument or a missing dependency.  The CLI calls it before it
-    loads the robot and, on the first run after installing, compiles the nodes' kernels."""
+    """Raise :class:`DemoArgumentError` for a bad argument, :class:`DemoError` for a missing dependency.
+    The CLI calls it before it loads the robot and, on the first run after installing, compiles the
+    nodes' kernels."""
     if not args.duration > 0:
-        raise DemoError("--duration must be positive")
+        raise DemoArgumentError("--duration must be positive")
     try:
         processes.choose_domain(args.domain_id, args.isolated)
     except ValueError as error:
-        raise DemoError(str(error)) from None
+        raise DemoArgumentError(str(error)) from None
     if args.task_space and not (0 < args.radius <= 1.0 and 0 <= args.frequency <= 5.0):
-        raise DemoError("--radius must be in (0, 1] m and --frequency in [0, 5] Hz")
+        raise DemoArgumentError("--radius must be in (0, 1] m and --frequency in [0, 5] Hz")
     for module, extra in (("rclpy", "ros"), ("sensor_msgs", "ros"), ("trajectory_msgs", "ros"),
                           ("std_srvs", "ros"), ("geometry_msgs", "ros")) + (() if args.no_plot else (("matplotlib", "demo"),)):
         try:
@@ -122,10 +123,11 @@ def run_demo(args, model, path, load_warnings=()):
         failed = False
     finally:
         recorder.close()
-        if args.log_dir is None and not failed:
-            shutil.rmtree(workdir, ignore_errors=True)
-        elif failed:
+        kept = failed and Path(log_dir).exists()  # (no logs: it started nothing where a graph ran)
+        if kept:
             progress.done(f"node logs kept in {log_dir}")
+        if not (kept and args.log_dir is None):
+            shutil.rmtree(workdir, ignore_errors=True)
 
     metrics = [analyse(run, *error_mask(model)) for run in runs]
     ct, pd = metrics[0], (metrics[1] if len(metrics) > 1 else None)

@@ -13,7 +13,16 @@ STARVED = 0.9  # computed_torques below this fraction of the joint_states rate: 
 
 
 class DemoError(Exception):
-    """Printed as one line by the CLI."""
+    """Printed as one line by the CLI, exit status ``status``: the graph does not run, a dependency is
+    missing."""
+
+    status = 1
+
+
+class DemoArgumentError(DemoError):
+    """A bad argument: exit status 2, as for every command's bad input."""
+
+    status = 2
 
 
 

@@ -6,6 +6,7 @@ import time
 import numpy as np
 
 from .. import processes
+from ..sim_watch import second_graph
 from .analysis import DemoError, Run
 
 SETTLE_TIMEOUT = 45.0  # s: start-up of three Python processes + discovery on a busy 2-core machine
@@ -47,7 +48,15 @@ def _graph_died(nodes):
 
 
 def closed_loop(recorder, label, nodes_to_start, env, log_dir, duration, progress, pd_gains=None, first=True):
-    """Start the graph, wait for the loop to run, record ``duration`` seconds, stop the graph."""
+    """Start the graph, wait for the loop to run, record ``duration`` seconds, stop the graph. The
+    ``first`` run of the demo starts nothing where a graph already runs: before it, a previous run's
+    nodes may still be known to discovery."""
+    if first:
+        progress.update(f"[{label}] looking for a graph already running on the domain", force=True)
+        refusal = second_graph(recorder.node, "", None, f"ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}",
+                               "rerun with --isolated or another --domain-id")
+        if refusal:
+            raise DemoError(refusal)
     nodes = processes.start_graph(nodes_to_start, env, log_dir)
     run = Run(label=label, joint_names=recorder.names)
     try:
@@ -71,12 +80,6 @@ def closed_loop(recorder, label, nodes_to_start, env, log_dir, duration, progres
                                 f"(node logs in {log_dir})")
             progress.update(f"[{label}] starting the nodes ... {waited:4.1f} s")
             time.sleep(0.1)
-        # (only before the first run: the nodes of a previous run may linger in discovery)
-        foreign = {topic: recorder.node.count_publishers(topic) - 1
-                   for topic in ("/joint_states", "/desired_state")} if first else {}
-        if any(count > 0 for count in foreign.values()):
-            raise DemoError(f"another ROS 2 graph publishes on ROS_DOMAIN_ID {env['ROS_DOMAIN_ID']} "
-                            f"({', '.join(t for t, c in foreign.items() if c > 0)}): rerun with --isolated or another --domain-id")
         if pd_gains is not None:
             with recorder.lock:
                 recorder.pd_gains = pd_gains
