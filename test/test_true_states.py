@@ -80,7 +80,7 @@ def test_the_free_chain_publishes_its_states_and_conserves_energy(harness, tmp_p
 def test_an_arm_that_fell_for_2_s_is_caught_by_a_dynamics_node_started_then(harness, tmp_path):
     """Issue 30: Panda with its motors off (no command, zero torque) falls for 2 s; its states keep coming
     (it passes 5 times its velocity limits); a dynamics node started then, computed torque to HOME, has
-    it back on HOME (within 0.01 rad, below 0.1 rad/s) 3 s after its first command."""
+    it back on HOME (within 0.01 rad, below 0.1 rad/s) 3 s after its first computed torque."""
     xml = panda7_urdf()
     model = rd.load_urdf(xml)
     sim_params = write_params(tmp_path / "sim.yaml", {
@@ -88,6 +88,7 @@ def test_an_arm_that_fell_for_2_s_is_caught_by_a_dynamics_node_started_then(harn
         "apply_damping": False, "apply_friction": False})
     states = harness.collect(JointState, "/fall/joint_states", RELIABLE)
     commands = harness.collect(Float64MultiArray, "/fall/effort_command", 10)
+    computed = harness.collect(JointState, "/fall/computed_torques", 10)
     simulator = NodeProcess("simulator_node", tmp_path / "sim.log", sim_params, namespace="fall")
     dynamics = None
     desired = harness.publisher(JointTrajectory, "/fall/desired_state")
@@ -109,7 +110,10 @@ def test_an_arm_that_fell_for_2_s_is_caught_by_a_dynamics_node_started_then(harn
         dynamics = NodeProcess("dynamics_node", tmp_path / "dyn.log", dyn_params, namespace="fall")
         first = commands.wait_for(timeout=START_TIMEOUT, what="the dynamics node's first effort_command")
         assert first is not None
-        t0 = commands.times[0]
+        # (3 s from its first computed torque: until the node hears desired_state, discovery's time, its
+        # effort_command holds gravity where the arm is)
+        computed.wait_for(timeout=START_TIMEOUT, what="the dynamics node's first computed_torques")
+        t0 = computed.times[0]
         time.sleep(max(t0 + 3.0 - time.monotonic(), 0.0))
         back = [m for m, t in zip(states.messages, states.times) if t0 + 2.8 <= t <= t0 + 3.0]  # the last 0.2 s
         assert back, "no states around 3 s after the first command"
