@@ -85,13 +85,14 @@ class Loop:
         self.names = list(self.model.joint_names)
         self.harness = RosHarness("closed_loop_probe")
         self.lock = threading.Lock()
-        self.states, self.desired, self.commands = [], [], []
+        self.states, self.desired, self.commands, self.computed = [], [], [], []
         self.pd_gains = None
         node = self.harness.node
         from rclpy.qos import qos_profile_sensor_data
         node.create_subscription(JointState, "joint_states", self._on_state, qos_profile_sensor_data)
         node.create_subscription(JointTrajectory, "desired_state", self._on_desired, qos_profile_sensor_data)
         node.create_subscription(Float64MultiArray, "effort_command", self._on_command, qos_profile_sensor_data)
+        node.create_subscription(JointState, "computed_torques", self._on_computed, qos_profile_sensor_data)
         self.pd = node.create_publisher(Float64MultiArray, "effort_command", 10)
 
     # recording ---------------------------------------------------------------------------------
@@ -123,6 +124,10 @@ class Loop:
         with self.lock:
             self.commands.append(time.monotonic())
 
+    def _on_computed(self, msg):
+        with self.lock:
+            self.computed.append(time.monotonic())
+
     # control -----------------------------------------------------------------------------------
     def call(self, srv, service, request):
         response = self.harness.call(srv, service, request)
@@ -137,8 +142,12 @@ class Loop:
         for what, series in (("joint_states", "states"), ("desired_state", "desired")):
             wait_until(lambda: len(getattr(self, series)) > 10, START_TIMEOUT, what)
 
-    def wait_commands(self, since, count=20, what="effort_command"):
-        wait_until(lambda: sum(t > since for t in list(self.commands)) >= count, 10.0, what)
+    def wait_commands(self, since, count=20):
+        """``count`` commands of the law under test since ``since``: the probe's own PD's effort_command, or the
+        dynamics node's computed torques (its effort_command holds gravity until it hears desired_state, so
+        effort_command alone does not say the loop is closed)."""
+        series, what = ("commands", "effort_command") if self.pd_gains is not None else ("computed", "computed_torques")
+        wait_until(lambda: sum(t > since for t in list(getattr(self, series))) >= count, 10.0, what)
 
     def run(self, record=RECORD):
         """:meth:`run_once`, repeated once if a process stalled during it.
