@@ -70,6 +70,9 @@ def loop(tmp_path_factory, model):
         states.wait_for(timeout=START_TIMEOUT, what="joint_states from the simulator")
         harness.wait_for_subscriber(wrench, timeout=START_TIMEOUT)
         dynamics.wait_log("loaded robot", timeout=START_TIMEOUT)
+        # (until the node hears desired_pose its effort_command holds gravity: the arm would sag under the test)
+        harness.wait_for_subscriber(goal, timeout=START_TIMEOUT)
+        time.sleep(0.5)
         yield dict(states=states, wrench=wrench, pose=T, simulator=simulator, dynamics=dynamics)
     finally:
         harness.node.destroy_timer(timer)
