@@ -187,7 +187,9 @@ def estimate_checked(loop, model, force, moment):
     r = np.array(msg.effort)
     assert np.abs(q - HOME).max() > 0.01  # the arm gives way a little under the force
     assert np.all(np.abs(r - truth) <= 0.02 * np.abs(truth) + 0.02), (r, truth)
-    estimate = loop["wrenches"].messages[-1]
+    stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
+    estimate = next(m for m in reversed(loop["wrenches"].messages[-400:])
+                    if (m.header.stamp.sec, m.header.stamp.nanosec) == stamp)  # from the same state as msg
     assert estimate.header.frame_id == LINK
     f = estimate.wrench.force
     assert np.linalg.norm(np.array([f.x, f.y, f.z]) - force) <= 0.03 * np.linalg.norm(force)
