@@ -10,7 +10,7 @@ No module of the package imports this one.
   (:func:`stop_on_signals`), within :data:`SWALLOWED_STOP_GRACE` s even when code it imports
   swallows the stop; once its command line is read, its kernels are loaded from numba's
   cache, or compiled, saying so, if nothing compiled them ahead (``robot-dynamics compile``), during
-  which a signal ends it at once; then :func:`robot_dynamics.nodes.runner.run_node` spins it and
+  which a signal ends it at once; then :func:`robot_dynamics.nodes.common.runner.run_node` spins it and
   reads the signals itself.
 - ``robot-dynamics compile`` (and ``python -m robot_dynamics_executables compile PART``, what the
   launch files run): a Ctrl-C ends it at once and quietly with status :data:`INTERRUPTED`.
@@ -86,7 +86,7 @@ def _run(name):
         from robot_dynamics.tools.processes import end_with_launcher
 
         end_with_launcher()  # (started by a launch file: ends with ros2 launch, however that ends)
-        from robot_dynamics.nodes.command_line import main
+        from robot_dynamics.nodes.common.command_line import main
 
         return main(name, load_kernels=lambda part: _load_kernels(name, part))
     except Exception as error:

@@ -13,7 +13,7 @@ graph without ``ros2 launch``.
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 
-from robot_dynamics.robots import bundled_robot_names
+from robot_dynamics.description.robots import bundled_robot_names
 from robot_dynamics.tools.graph import config_file, dynamics_graph
 from robot_dynamics.tools.launch_nodes import (
     argument, boolean_argument, compile_ahead, flag, launch_nodes, params_file, require_package, urdf_text,

@@ -19,7 +19,7 @@ until its first command (``on_command_timeout: hold_position`` unless simulator_
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 
-from robot_dynamics.robots import bundled_robot_names
+from robot_dynamics.description.robots import bundled_robot_names
 from robot_dynamics.tools.graph import COMMAND_SOURCES, config_file, simulation_graph
 from robot_dynamics.tools.launch_nodes import (
     argument, boolean_argument, compile_ahead, flag, launch_nodes, params_file, urdf_text,

@@ -13,25 +13,25 @@ import importlib
 
 #: the public names and the module of each
 _PUBLIC = {
-    "RobotModel": "model", "URDFError": "urdf", "load_urdf": "urdf",
-    **dict.fromkeys(("Data", "compute_terms", "GRAVITY", "BIAS", "MASS", "WORLD"), "data"),
+    "RobotModel": "rigid_body.model", "URDFError": "description.urdf", "load_urdf": "description.urdf",
+    **dict.fromkeys(("Data", "compute_terms", "GRAVITY", "BIAS", "MASS", "WORLD"), "rigid_body.data"),
     **dict.fromkeys(("inverse_dynamics", "gravity_torques", "bias_forces", "mass_matrix", "coriolis_matrix",
-                     "forward_dynamics"), "dynamics"),
+                     "forward_dynamics"), "rigid_body.dynamics"),
     **dict.fromkeys(("frame_pose", "jacobian", "kinetic_energy", "potential_energy", "operational_space_inertia"),
-                    "kinematics"),
+                    "rigid_body.kinematics"),
     **dict.fromkeys(("frame_velocity", "frame_acceleration", "jacobian_derivative_times_rate", "task_space_bias"),
-                    "task_space"),
-    "regressor": "regression", "inertial_parameters": "regression",
+                    "rigid_body.task_space"),
+    "regressor": "rigid_body.regression", "inertial_parameters": "rigid_body.regression",
     **dict.fromkeys(("lagrange_euler_terms", "closed_form_terms", "christoffel_symbols", "christoffel_coriolis_matrix",
-                     "dalembert_terms", "inertia_bounds"), "formulations"),
-    **dict.fromkeys(("elastic_forward_dynamics", "elastic_inverse_dynamics", "elastic_energy"), "elastic"),
+                     "dalembert_terms", "inertia_bounds"), "rigid_body.formulations"),
+    **dict.fromkeys(("elastic_forward_dynamics", "elastic_inverse_dynamics", "elastic_energy"), "rigid_body.elastic"),
 }
 __all__ = [*_PUBLIC, "examples"]
 
 
 def __getattr__(name):
     if name == "examples":
-        return importlib.import_module(".examples", __name__)
+        return importlib.import_module(".description.examples", __name__)
     if name not in _PUBLIC:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)

@@ -71,17 +71,17 @@ def compile_parts(names=(), on_compiling=None):
 
 def _jobs(parts):
     """The calls that compile ``parts``: small ones, so that a cold cache shows after the first."""
-    from . import examples
-    from .control import friction_torques
-    from .data import Data, compute_terms
-    from .dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
-    from .kinematics import frame_pose, jacobian, kinetic_energy, potential_energy
-    from .observer import MomentumObserver
-    from .regression import regressor
-    from .simulation import Simulator
-    from .task_space import frame_acceleration
-    from .urdf import load_urdf
-    from .wrenches import wrench_in_frame, wrench_in_world
+    from .description import examples
+    from .control.laws import friction_torques
+    from .rigid_body.data import Data, compute_terms
+    from .rigid_body.dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
+    from .rigid_body.kinematics import frame_pose, jacobian, kinetic_energy, potential_energy
+    from .control.observer import MomentumObserver
+    from .rigid_body.regression import regressor
+    from .simulation.simulator import Simulator
+    from .rigid_body.task_space import frame_acceleration
+    from .description.urdf import load_urdf
+    from .rigid_body.wrenches import wrench_in_frame, wrench_in_world
 
     arm = []  # the example arm, once loaded (load_urdf's check calls the mass matrix)
     q, qd, wrench = np.array([0.3, -0.2]), np.array([0.1, 0.2]), {"tip": np.ones(6)}
@@ -102,7 +102,7 @@ def _jobs(parts):
             observer.update(t, q, qd, qd)
         observer.wrench_in(arm[0].link_names[0])  # external_wrench_estimate's message (wrenches.wrench_seen_in)
 
-    def wrench_messages():  # the simulator's external_wrench and contact_wrenches (robot_dynamics.wrenches)
+    def wrench_messages():  # the simulator's external_wrench and contact_wrenches (robot_dynamics.rigid_body.wrenches)
         wrench_in_frame(wrench_in_world(np.ones(6), np.eye(4)), np.zeros(3), np.eye(4))
 
     jobs = [load]

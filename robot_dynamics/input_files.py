@@ -146,3 +146,11 @@ def reading_bag(bag, error=ValueError):
     except Exception as exc:  # noqa: BLE001 - see the docstring
         detail = " ".join(str(exc).split()) or type(exc).__name__
         raise error(f"{bag}: not a readable rosbag2 bag ({type(exc).__name__}: {detail[:200]})") from None
+
+
+def bag_typestore():
+    """rosbags' message definitions for the bags we read and write (JointState and JointTrajectory are the
+    same in every ROS 2 distribution)."""
+    from rosbags.typesys import Stores, get_typestore
+
+    return get_typestore(Stores.ROS2_HUMBLE)

@@ -25,7 +25,7 @@ class Fed:
     is published, ``logs`` its log lines."""
 
     def __init__(self, params):
-        from robot_dynamics.nodes.dynamics_node import DynamicsNode
+        from robot_dynamics.nodes.dynamics.node import DynamicsNode
 
         self.context = Context()
         rclpy.init(context=self.context)

@@ -141,10 +141,10 @@ def test_every_module_is_in_a_layer_and_none_imports_a_layer_above_its_own():
 
 def test_an_upward_arrow_is_found():
     table = layer_table()
-    edges = {"robot_dynamics.kernels": {"robot_dynamics.nodes.runner"}, "robot_dynamics.nodes.runner": set()}
-    assert upward_arrows(edges, table) == [("robot_dynamics.kernels", "robot_dynamics.nodes.runner")]
-    edges = {"robot_dynamics.nodes.runner": {"robot_dynamics_executables"}, "robot_dynamics_executables": set()}
-    assert upward_arrows(edges, table) == [("robot_dynamics.nodes.runner", "robot_dynamics_executables")]
+    edges = {"robot_dynamics.rigid_body.kernels": {"robot_dynamics.nodes.common.runner"}, "robot_dynamics.nodes.common.runner": set()}
+    assert upward_arrows(edges, table) == [("robot_dynamics.rigid_body.kernels", "robot_dynamics.nodes.common.runner")]
+    edges = {"robot_dynamics.nodes.common.runner": {"robot_dynamics_executables"}, "robot_dynamics_executables": set()}
+    assert upward_arrows(edges, table) == [("robot_dynamics.nodes.common.runner", "robot_dynamics_executables")]
 
 
 def test_no_module_of_the_package_imports_the_executables_entry_module():
@@ -160,9 +160,9 @@ def test_importing_the_package_loads_none_of_its_modules_nor_numba():
     assert done.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("name, module", [("load_urdf", "urdf"), ("gravity_torques", "dynamics"),
-                                          ("inertia_bounds", "formulations"), ("elastic_energy", "elastic"),
-                                          ("examples", "examples")])
+@pytest.mark.parametrize("name, module", [("load_urdf", "description.urdf"), ("gravity_torques", "rigid_body.dynamics"),
+                                          ("inertia_bounds", "rigid_body.formulations"),
+                                          ("elastic_energy", "rigid_body.elastic"), ("examples", "description.examples")])
 def test_the_public_names_load_on_first_use(name, module):
     """Each public name is, on first use, the very object its module defines (nothing stands in for it)."""
     import importlib
@@ -171,7 +171,7 @@ def test_the_public_names_load_on_first_use(name, module):
 
     assert name in rd.__all__ and name in dir(rd)
     source = importlib.import_module(f"robot_dynamics.{module}")
-    assert getattr(rd, name) is (source if module == name else getattr(source, name))
+    assert getattr(rd, name) is (source if module.endswith(name) else getattr(source, name))
     with pytest.raises(AttributeError, match="no_such_name"):
         rd.no_such_name  # noqa: B018
 
@@ -185,3 +185,23 @@ def test_no_public_name_is_shadowed_by_a_module_of_the_same_name():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+CORE_TOP_LEVEL_MODULES = 8  # the core's top level: a few modules beside its sub-packages
+MODULE_LINES, NODE_MODULE_LINES = 500, 350
+
+
+def test_the_top_level_holds_a_few_modules_beside_the_sub_packages():
+    top = sorted(path.name for path in PACKAGE.glob("*.py") if path.name != "__init__.py")
+    assert len(top) <= CORE_TOP_LEVEL_MODULES, top
+    packages = sorted(path.name for path in PACKAGE.iterdir() if (path / "__init__.py").is_file())
+    assert {"rigid_body", "description", "control", "simulation", "trajectories", "nodes"} <= set(packages)
+    for package in packages:  # each says what it holds
+        assert len(ast.get_docstring(ast.parse((PACKAGE / package / "__init__.py").read_text())) or "") > 40, package
+
+
+def test_no_module_is_longer_than_its_limit():
+    long = {str(path.relative_to(ROOT)): lines for path in sorted(PACKAGE.rglob("*.py"))
+            if (lines := len(path.read_text().splitlines()))
+            > (NODE_MODULE_LINES if path.relative_to(PACKAGE).parts[0] == "nodes" else MODULE_LINES)}
+    assert long == {}

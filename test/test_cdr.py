@@ -1,4 +1,4 @@
-"""robot_dynamics.nodes.cdr against rclpy's own deserializer.
+"""robot_dynamics.nodes.common.cdr against rclpy's own deserializer.
 
 rclpy reads every field back exactly: a wrong alignment or length anywhere would shift the fields
 after it.  (Byte equality with ``serialize_message`` cannot be asked: its padding bytes are
@@ -15,7 +15,7 @@ pytest.importorskip("rclpy", reason="rclpy is not installed (pip install .[ros])
 from rclpy.serialization import deserialize_message  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
-from robot_dynamics.nodes.cdr import JointStateWriter  # noqa: E402
+from robot_dynamics.nodes.common.cdr import JointStateWriter  # noqa: E402
 
 NAME_SETS = [
     [],

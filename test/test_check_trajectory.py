@@ -12,7 +12,7 @@ import pytest
 
 import robot_dynamics as rd
 from robot_dynamics import cli
-from robot_dynamics.trajectory_check import Trajectory, TrajectoryError, check_trajectory, read_trajectory, sample
+from robot_dynamics.trajectories.check import Trajectory, TrajectoryError, check_trajectory, read_trajectory, sample
 
 PENDULUM = """<robot name="pendulum">
   <link name="base"/>
@@ -139,9 +139,9 @@ def test_cli_reads_csv_yaml_and_bag_and_exits_by_verdict(tmp_path, capsys):
 
     from rosbags.rosbag2 import Writer
 
-    from robot_dynamics.identification.recording import _typestore
+    from robot_dynamics.input_files import bag_typestore
 
-    store = _typestore()
+    store = bag_typestore()
     JT = store.types["trajectory_msgs/msg/JointTrajectory"]
     Point = store.types["trajectory_msgs/msg/JointTrajectoryPoint"]
     Header, Time = store.types["std_msgs/msg/Header"], store.types["builtin_interfaces/msg/Time"]
@@ -240,7 +240,7 @@ def test_a_torque_that_is_not_finite_is_an_error_not_a_verdict(pendulum, tmp_pat
 def test_a_check_longer_than_one_block_of_samples_finds_the_same_first_violation(pendulum):
     """q from 0 to 1 rad in 200 s (linear): tau = g sin q passes 5 N m at t = 200 asin(5 / g), beyond
     the first block of samples."""
-    from robot_dynamics.trajectory_check import CHUNK
+    from robot_dynamics.trajectories.check import CHUNK
 
     check = check_trajectory(pendulum, Trajectory(["swing"], [0.0, 200.0], [[0.0], [1.0]]))
     crossing = 200 * math.asin(5.0 / G)

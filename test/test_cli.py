@@ -15,7 +15,7 @@ import pytest
 import robot_dynamics as rd
 from robot_dynamics import cli
 from robot_dynamics.cli import bench, info
-from robot_dynamics.robots import bundled_urdf
+from robot_dynamics.description.robots import bundled_urdf
 
 
 def run(capsys, *argv):
@@ -332,7 +332,8 @@ def test_help_and_the_nodes_import_none_of_scipys_solvers():
     identification and the adaptive integrator import where they call them."""
     pytest.importorskip("rclpy", reason="the nodes need ROS 2 (pip install .[ros])")
     code = ("import sys; from robot_dynamics import cli; cli.build_parser(); "
-            "from robot_dynamics.nodes import dynamics_node, simulator_node, trajectory_publisher; "
+            "from robot_dynamics.nodes.dynamics import node; from robot_dynamics.nodes.simulator import node; "
+            "from robot_dynamics.nodes.trajectory_publisher import node; "
             "print(sorted(m for m in sys.modules if m.startswith(('scipy.optimize', 'scipy.signal', "
             "'scipy.integrate', 'scipy.stats', 'scipy.linalg'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics import control
-from robot_dynamics.nodes.contact_plan import (
+from robot_dynamics.control import laws as control
+from robot_dynamics.nodes.dynamics.contact_plan import (
     CollisionDetector, EffortTracker, Rejected, coerce_contact, compile_contact,
 )
-from robot_dynamics.nodes.dynamics_plan import Settings, make_plan as compile_plan
-from robot_dynamics.observer import MomentumObserver
-from robot_dynamics.simulation import Simulator
+from robot_dynamics.nodes.dynamics.plan import Settings, make_plan as compile_plan
+from robot_dynamics.control.observer import MomentumObserver
+from robot_dynamics.simulation.simulator import Simulator
 from robot_dynamics.tools.benchmarks.robots import panda7_urdf
 
 HOME = np.array([0.1, -0.4, 0.2, -2.0, 0.3, 1.8, 0.6])

@@ -1,6 +1,6 @@
 """effort_command never goes silent while joint states arrive (issue 31 item 6): every refusal on its
 path falls back to the gravity hold g(q), saturated, said once; one place decides
-(:mod:`robot_dynamics.nodes.command_path`).
+(:mod:`robot_dynamics.nodes.dynamics.command_path`).
 
 The decision without ROS, then a dynamics node in this process fed by calling its joint_states and
 desired callbacks directly (deterministic: no DDS between the test and the node), its publishers'
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.nodes.command_path import HOLD, CommandPath
-from robot_dynamics.nodes.dynamics_plan import Settings, make_plan
+from robot_dynamics.nodes.dynamics.command_path import HOLD, CommandPath
+from robot_dynamics.nodes.dynamics.plan import Settings, make_plan
 
 NAMES = ["shoulder", "elbow"]
 Q, QD = np.array([0.4, -0.7]), np.array([0.3, -1.2])

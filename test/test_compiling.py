@@ -38,7 +38,7 @@ count = compile_parts(sys.argv[1:])
 if os.environ.get("THEN_ADAPTIVE_STEP"):  # what a simulator node on the adaptive integrator does next
     import numpy as np
     from robot_dynamics import examples, load_urdf
-    from robot_dynamics.simulation import Simulator
+    from robot_dynamics.simulation.simulator import Simulator
     arm = load_urdf(examples.TWO_LINK_URDF)
     Simulator(arm, [0.3, -0.2], integrator="adaptive").step(np.zeros(arm.nv), 1e-3)
 print(json.dumps([count, compiled]))

@@ -1,4 +1,4 @@
-"""The simulator's penalty contact (robot_dynamics.contact) against closed forms."""
+"""The simulator's penalty contact (robot_dynamics.simulation.contact) against closed forms."""
 
 import math
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.contact import ContactModel
-from robot_dynamics.simulation import Simulator
+from robot_dynamics.simulation.contact import ContactModel
+from robot_dynamics.simulation.simulator import Simulator
 
 RADIUS = 0.05
 

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.nodes.contact_plan import EffortTracker, StampClocks
-from robot_dynamics.nodes.parameters import Rejected
-from robot_dynamics.nodes.safety import Plausibility
+from robot_dynamics.nodes.dynamics.contact_plan import EffortTracker, StampClocks
+from robot_dynamics.nodes.common.parameters import Rejected
+from robot_dynamics.nodes.common.safety import Plausibility
 from robot_dynamics.tools.benchmarks.robots import panda7_urdf
 
 NAMES = ["shoulder", "elbow"]

@@ -1,4 +1,4 @@
-"""robot_dynamics.control against closed forms (no ROS): the PD law, the wrapped position error,
+"""robot_dynamics.control.laws against closed forms (no ROS): the PD law, the wrapped position error,
 the computed-torque law (its closed loop is e'' + kd e' + kp e = 0) and the smoothed friction."""
 
 import math
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics import control
-from robot_dynamics.simulation import Simulator
+from robot_dynamics.control import laws as control
+from robot_dynamics.simulation.simulator import Simulator
 
 
 def test_joint_pd_is_kp_e_plus_kd_edot():

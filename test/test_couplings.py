@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.model import FIRST_FACTOR, FIRST_MASTER, MASTERS
-from robot_dynamics.robots import bundled_urdf
+from robot_dynamics.rigid_body.model import FIRST_FACTOR, FIRST_MASTER, MASTERS
+from robot_dynamics.description.robots import bundled_urdf
 
 from test_model import GRIPPER
 

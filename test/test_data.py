@@ -1,4 +1,4 @@
-"""The per-model workspace and its pass (robot_dynamics.data): every output against the public
+"""The per-model workspace and its pass (robot_dynamics.rigid_body.data): every output against the public
 batched functions and the kinematics, on random trees, coupled joints and rotors; outputs not
 asked for left alone; no allocation per pass; bad input refused."""
 

@@ -63,7 +63,7 @@ def test_desired_positions_are_extrapolated_between_points():
 def test_summary_and_plot(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
     import robot_dynamics as rd
-    from robot_dynamics.robots import bundled_urdf
+    from robot_dynamics.description.robots import bundled_urdf
 
     monkeypatch.setattr(analysis, "_clock_of", lambda run: "stamp")
     model = rd.load_urdf(bundled_urdf("planar_2r"))
@@ -82,7 +82,7 @@ def test_the_summary_says_when_the_loop_starved(monkeypatch):
     """computed_torques for every other joint state, 5 ms after it (joint states 3 ms apart): both
     said, with what it does to the figures."""
     import robot_dynamics as rd
-    from robot_dynamics.robots import bundled_urdf
+    from robot_dynamics.description.robots import bundled_urdf
 
     monkeypatch.setattr(analysis, "_clock_of", lambda run: "stamp")
     run = synthetic_run("computed torque", 1e-4)

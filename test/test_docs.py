@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.robots import bundled_urdf
+from robot_dynamics.description.robots import bundled_urdf
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"

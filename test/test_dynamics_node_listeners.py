@@ -22,7 +22,7 @@ NAMESPACE = "/listeners"
 
 @pytest.fixture
 def rig():
-    from robot_dynamics.nodes.dynamics_node import DynamicsNode
+    from robot_dynamics.nodes.dynamics.node import DynamicsNode
 
     context = Context()
     rclpy.init(context=context)

@@ -1,5 +1,5 @@
 """The dynamics node's settings, plan and input checks, without ROS
-(robot_dynamics.nodes.dynamics_plan and dynamics_inputs)."""
+(robot_dynamics.nodes.dynamics.plan and dynamics_inputs)."""
 
 import math
 
@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics import control
-from robot_dynamics.nodes.dynamics_inputs import (
+from robot_dynamics.control import laws as control
+from robot_dynamics.nodes.dynamics.inputs import (
     MAX_CACHED_NAME_LISTS, NEVER, DesiredStateReader, JointStateMerger, desired_accelerations,
 )
-from robot_dynamics.nodes.dynamics_plan import (
+from robot_dynamics.nodes.dynamics.plan import (
     PARAMETERS, Desired, Settings, coerce_setting, make_plan, servo_terms,
 )
-from robot_dynamics.nodes.parameters import Rejected
-from robot_dynamics.robots import bundled_urdf
+from robot_dynamics.nodes.common.parameters import Rejected
+from robot_dynamics.description.robots import bundled_urdf
 
 MS = 1_000_000  # ns
 

@@ -8,8 +8,8 @@ import pytest
 import robot_dynamics as rd
 from robot_dynamics import cli
 from robot_dynamics.identification.recording import joint_state_messages, write_csv, write_rosbag
-from robot_dynamics.robots import bundled_urdf
-from robot_dynamics.simulation import Simulator
+from robot_dynamics.description.robots import bundled_urdf
+from robot_dynamics.simulation.simulator import Simulator
 
 HOME = np.array([0.1, -0.4, 0.2, -2.0, 0.3, 1.8, 0.6, 0.02])
 WRENCH = np.array([0.0, 0.0, 0.0, 5.0, -8.0, 15.0])

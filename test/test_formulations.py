@@ -1,4 +1,4 @@
-"""The cross-check formulations (robot_dynamics/formulations.py) against the Newton-Euler core.
+"""The cross-check formulations (robot_dynamics/rigid_body/formulations.py) against the Newton-Euler core.
 
 On every robot the core is tested on: the bundled robots, the example-robot-data robots (with and
 without their mimic joints), the random trees of test_identities.py, Lynch & Park's 2R arm and the
@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.formulations import configurations_within_limits
-from robot_dynamics.model import KIND, PARENT
-from robot_dynamics.robots import bundled_urdf
+from robot_dynamics.rigid_body.formulations import configurations_within_limits
+from robot_dynamics.rigid_body.model import KIND, PARENT
+from robot_dynamics.description.robots import bundled_urdf
 
 import robot_files as rf  # noqa: E402
 from robot_files import assert_close  # noqa: E402

@@ -14,8 +14,8 @@ import pytest
 
 import robot_dynamics as rd
 from robot_dynamics.identification import ExcitationError, read_trajectory_csv
-from robot_dynamics.input_files import read_text_file
-from robot_dynamics.nodes.trajectory_plan import Settings, make_trajectory
+from robot_dynamics.input_files import bag_typestore, read_text_file
+from robot_dynamics.nodes.trajectory_publisher.plan import Settings, make_trajectory
 
 HEADER = "t,q_theta1,q_theta2,qd_theta1,qd_theta2,qdd_theta1,qdd_theta2\n"
 ROW = "{t},0.1,0.2,0,0,0,0\n"
@@ -255,7 +255,7 @@ def test_a_trajectory_at_the_size_or_value_limit_is_refused_in_bounded_memory(tm
 def test_the_largest_check_allowed_stays_in_bounded_memory(tmp_path):
     """MAX_SAMPLES samples of the seven arm joints: checked block by block (before: --rate 1e7 on a
     2 s plan took 5.5 GB)."""
-    from robot_dynamics.trajectory_check import MAX_SAMPLES
+    from robot_dynamics.trajectories.check import MAX_SAMPLES
 
     joints = [f"arm7_joint{k}" for k in range(1, 8)]
     (tmp_path / "plan.csv").write_text(",".join(["t"] + [f"q_{j}" for j in joints]) + "\n0" + ",0" * 7 + "\n2"
@@ -284,8 +284,7 @@ def _bag(path, storage):
 
     with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3) as writer:
         writer.add_connection("/joint_trajectory", "trajectory_msgs/msg/JointTrajectory",
-                              typestore=__import__("robot_dynamics.identification.recording",
-                                                   fromlist=["_typestore"])._typestore())
+                              typestore=bag_typestore())
     return next(p for p in path.iterdir() if p.suffix in (".mcap", ".db3"))
 
 

@@ -23,7 +23,7 @@ from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 import robot_dynamics as rd  # noqa: E402
-from robot_dynamics.nodes.safety import MAX_TEXT  # noqa: E402
+from robot_dynamics.nodes.common.safety import MAX_TEXT  # noqa: E402
 
 from ros_helpers import NodeProcess, RosHarness, publish_until, ros_env, write_params  # noqa: E402
 from test_dynamics_node import (  # noqa: E402

@@ -24,10 +24,10 @@ rclpy = pytest.importorskip("rclpy")
 from rclpy.parameter import Parameter  # noqa: E402
 
 import robot_dynamics as rd  # noqa: E402
-from robot_dynamics.nodes.dynamics_node import DynamicsNode  # noqa: E402
-from robot_dynamics.nodes.dynamics_plan import Settings, make_plan  # noqa: E402
-from robot_dynamics.nodes.safety import Plausibility  # noqa: E402
-from robot_dynamics.task_space import task_rows  # noqa: E402
+from robot_dynamics.nodes.dynamics.node import DynamicsNode  # noqa: E402
+from robot_dynamics.nodes.dynamics.plan import Settings, make_plan  # noqa: E402
+from robot_dynamics.nodes.common.safety import Plausibility  # noqa: E402
+from robot_dynamics.rigid_body.task_space import task_rows  # noqa: E402
 
 from ros_helpers import wait_until  # noqa: E402
 from test_plausible_nodes import ARM7, NAMESPACES, InProcess, harness  # noqa: E402,F401 (a fixture)
@@ -163,14 +163,14 @@ FLOOR = [0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
 
 
 def contact_settings(**values):
-    from robot_dynamics.nodes.simulator_plan import Settings as SimulatorSettings
+    from robot_dynamics.nodes.simulator.plan import Settings as SimulatorSettings
 
     return SimulatorSettings(**{"contact_planes": tuple(FLOOR), "contact_links": ("arm7_tcp",),
                                 "contact_spheres": (0.0, 0.0, 0.0, 0.02), **values})
 
 
 def test_contact_parameters_beyond_the_robot_are_refused_with_the_reason():
-    from robot_dynamics.nodes.simulator_plan import coerce_setting, make_plan as make_simulation
+    from robot_dynamics.nodes.simulator.plan import coerce_setting, make_plan as make_simulation
 
     model = rd.load_urdf(ARM7)  # reach 1.709 m (robot_size): planes within 17.09 m of the root
     cases = [
@@ -198,7 +198,7 @@ def test_contact_parameters_beyond_the_robot_are_refused_with_the_reason():
 
 def test_contact_wrenches_beyond_the_rule_are_not_believed():
     """1000 times the robot's weight (17.8 kg: 174.6 kN) and that force at its reach (1.709 m)."""
-    from robot_dynamics.nodes.simulator_contact import plausible_wrenches
+    from robot_dynamics.nodes.simulator.contact import plausible_wrenches
 
     check = Plausibility(rd.load_urdf(ARM7))
     force = 1000 * 9.80665 * 17.8
@@ -210,7 +210,7 @@ def test_contact_wrenches_beyond_the_rule_are_not_believed():
 
 
 def simulator_node(harness, namespace, **params):  # noqa: F811
-    from robot_dynamics.nodes.simulator_node import SimulatorNode
+    from robot_dynamics.nodes.simulator.node import SimulatorNode
 
     return InProcess(harness, SimulatorNode, namespace, {
         "robot_description": ARM7, "real_time_factor": 0.0, "publish_clock": True, "publish_rate": 100.0,

@@ -21,8 +21,8 @@ from robot_dynamics.identification.parameters import (
 )
 from robot_dynamics.identification.report import identified_urdf, payload_yaml
 from robot_dynamics.identification.simulated import perturbed_urdf, record
-from robot_dynamics.model import inertial_parameters_about_origin
-from robot_dynamics.robots import bundled_urdf
+from robot_dynamics.rigid_body.model import inertial_parameters_about_origin
+from robot_dynamics.description.robots import bundled_urdf
 
 PLANAR = bundled_urdf("planar_2r")
 
@@ -325,7 +325,7 @@ def test_identified_urdf_loads_here_and_in_pinocchio_with_the_identified_dynamic
 def test_payload_yaml_holds_the_dynamics_nodes_parameters():
     import yaml
 
-    from robot_dynamics.nodes.dynamics_plan import PARAMETERS, Settings, coerce_setting, make_plan
+    from robot_dynamics.nodes.dynamics.plan import PARAMETERS, Settings, coerce_setting, make_plan
 
     theta = inertial_parameters_about_origin(1.5, [0.01, 0.02, 0.03], np.diag([0.01, 0.02, 0.025]))
     values = yaml.safe_load(payload_yaml("arm7_hand", theta))["robot_dynamics"]["ros__parameters"]["payload"]
@@ -402,7 +402,7 @@ def test_cli_identify_writes_the_files_and_errors_are_one_line(tmp_path, planar_
 # ----------------------------------------------------------------- the trajectory publisher plays it
 
 def test_trajectory_publisher_plays_the_excitation_file(tmp_path, planar, planar_excitation):
-    from robot_dynamics.nodes.trajectory_plan import Settings, coerce_setting, make_trajectory
+    from robot_dynamics.nodes.trajectory_publisher.plan import Settings, coerce_setting, make_trajectory
 
     path = tmp_path / "excitation.csv"
     write_trajectory_csv(path, planar_excitation, 10.0, 1000.0)

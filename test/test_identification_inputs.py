@@ -15,7 +15,7 @@ from robot_dynamics.identification import (
     DriveSettings, RecordingError, design_excitation, identify, joint_state_messages, read_recording, write_csv, write_rosbag,
 )
 from robot_dynamics.identification.simulated import record
-from robot_dynamics.robots import bundled_urdf
+from robot_dynamics.description.robots import bundled_urdf
 
 PLANAR = bundled_urdf("planar_2r")
 

@@ -17,7 +17,7 @@ from robot_dynamics.identification.identify import full_problem, structural_base
 from robot_dynamics.identification.recording import Recording, RecordingError
 from robot_dynamics.identification.simulated import record
 from robot_dynamics.identification.validation import Holdout, parse_holdout, repeat_period
-from robot_dynamics.robots import bundled_urdf
+from robot_dynamics.description.robots import bundled_urdf
 
 PLANAR = bundled_urdf("planar_2r")
 SLIDER = """<joint name="slide" type="prismatic"><parent link="link2"/><child link="slider"/>

@@ -41,7 +41,7 @@ def test_a_change_to_an_inlined_module_is_compiled_into_its_callers(tmp_path):
     first = gravity(source, cache)
     np.testing.assert_allclose(first, rd.gravity_torques(arm, [0.1, 0.2]), rtol=1e-12)
     np.testing.assert_allclose(gravity(source, cache), first, rtol=1e-12)  # (from the cache)
-    kernels = source / "robot_dynamics" / "kernels.py"
+    kernels = source / "robot_dynamics" / "rigid_body" / "kernels.py"
     text = kernels.read_text()
     last_line = "    to_coordinates(topology, bodies, joints[:, 3], tau)\n"
     assert text.count(last_line) == 1
@@ -66,7 +66,7 @@ def test_every_kernel_is_declared_through_jit_in_a_module_of_the_key():
             if isinstance(value, CPUDispatcher) and value.py_func.__module__ == module.__name__:
                 kernels[f"{module.__name__}.{name}"] = value
     declared = {id(kernel) for kernel in jit.KERNELS}
-    assert {"robot_dynamics.kernels.newton_euler", "robot_dynamics.dynamics._coriolis"} <= set(kernels)
+    assert {"robot_dynamics.rigid_body.kernels.newton_euler", "robot_dynamics.rigid_body.dynamics._coriolis"} <= set(kernels)
     assert [name for name, kernel in kernels.items() if id(kernel) not in declared] == []
     sources = set(jit.compiled_sources())
     assert [k for k in jit.KERNELS if Path(inspect.getsourcefile(k.py_func)) not in sources] == []
@@ -74,7 +74,7 @@ def test_every_kernel_is_declared_through_jit_in_a_module_of_the_key():
 
 
 def test_kernels_are_cached_in_the_directory_of_these_sources_and_numbas_setting_is_left_as_it_was():
-    from robot_dynamics import dynamics
+    from robot_dynamics.rigid_body import dynamics
 
     directory = jit.cache_directory()
     assert directory.name == f"{jit.PREFIX}{jit.source_key()}"

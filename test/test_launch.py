@@ -60,8 +60,8 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 import robot_dynamics as rd  # noqa: E402
-from robot_dynamics.robots import bundled_robot_names  # noqa: E402
-from robot_dynamics import control  # noqa: E402
+from robot_dynamics.description.robots import bundled_robot_names  # noqa: E402
+from robot_dynamics.control import laws as control  # noqa: E402
 from robot_dynamics.compiling import ALL, COLD_SECONDS  # noqa: E402
 from robot_dynamics.tools.demo import analysis  # noqa: E402
 

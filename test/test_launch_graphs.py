@@ -25,7 +25,7 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 
 import robot_dynamics as rd  # noqa: E402
 from robot_dynamics.tools import graph as graphs, processes  # noqa: E402
-from robot_dynamics.robots import bundled_urdf  # noqa: E402
+from robot_dynamics.description.robots import bundled_urdf  # noqa: E402
 
 from ros_helpers import RosHarness, publish_until, wait_until  # noqa: E402
 

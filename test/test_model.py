@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.model import FIRST_FACTOR, FIRST_MASTER, MASTERS
+from robot_dynamics.rigid_body.model import FIRST_FACTOR, FIRST_MASTER, MASTERS
 
 GRIPPER = """<robot name="gripper">
   <link name="palm"><inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>

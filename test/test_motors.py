@@ -26,11 +26,11 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.elastic import (
+from robot_dynamics.rigid_body.elastic import (
     elastic_energy, elastic_forward_dynamics, elastic_inverse_dynamics, inverse_dynamics_rates,
 )
-from robot_dynamics.robots import bundled_urdf
-from robot_dynamics.simulation import INTEGRATORS, Simulator
+from robot_dynamics.description.robots import bundled_urdf
+from robot_dynamics.simulation.simulator import INTEGRATORS, Simulator
 
 G = 9.81
 MASS, COM, INERTIA_AT_COM = 2.0, 0.4, 0.05        # M, l, the rod's inertia about its centre of mass
@@ -482,7 +482,7 @@ def test_demo_elastic_refuses_a_bad_duration():
 # ----------------------------------------------------------------------------- the nodes' motor parameters (no ROS)
 
 def test_dynamics_node_armature_overrides_the_urdf():
-    from robot_dynamics.nodes import dynamics_plan
+    from robot_dynamics.nodes.dynamics import plan as dynamics_plan
 
     model = single_link()  # armature 0.5 from its transmission
     plan = dynamics_plan.make_plan(model, dynamics_plan.Settings())
@@ -501,7 +501,7 @@ def test_dynamics_node_armature_overrides_the_urdf():
 
 
 def test_simulator_node_joint_stiffness_plan():
-    from robot_dynamics.nodes import simulator_plan
+    from robot_dynamics.nodes.simulator import plan as simulator_plan
 
     arm = rd.load_urdf(rd.examples.TWO_LINK_URDF)
     assert simulator_plan.make_plan(arm, simulator_plan.Settings()).stiffness == ()
@@ -521,7 +521,7 @@ def test_simulator_node_joint_stiffness_plan():
 def test_docs_node_parameters_compile():
     import yaml
 
-    from robot_dynamics.nodes import simulator_plan
+    from robot_dynamics.nodes.simulator import plan as simulator_plan
 
     (block,) = _blocks("yaml")
     values = yaml.safe_load(block)["robot_dynamics_simulator"]["ros__parameters"]

@@ -1,4 +1,4 @@
-"""The node executables' command line (robot_dynamics.nodes.command_line): ``--help`` from the
+"""The node executables' command line (robot_dynamics.nodes.common.command_line): ``--help`` from the
 parameter declarations, ``--urdf``, and a clean exit (status 0) on SIGINT/SIGTERM in every phase,
 the signal sent twice to the whole process group as a terminal's Ctrl-C and then ros2 launch do."""
 
@@ -12,10 +12,12 @@ import time
 
 import pytest
 
-from robot_dynamics.nodes import dynamics_plan, simulator_plan, trajectory_plan
-from robot_dynamics.nodes.command_line import EXECUTABLES, help_text, read_urdf
-from robot_dynamics.nodes.parameters import DESCRIPTION_PARAMETERS
-from robot_dynamics.robots import bundled_urdf
+from robot_dynamics.nodes.dynamics import plan as dynamics_plan
+from robot_dynamics.nodes.simulator import plan as simulator_plan
+from robot_dynamics.nodes.trajectory_publisher import plan as trajectory_plan
+from robot_dynamics.nodes.common.command_line import EXECUTABLES, help_text, read_urdf
+from robot_dynamics.nodes.common.parameters import DESCRIPTION_PARAMETERS
+from robot_dynamics.description.robots import bundled_urdf
 
 PLANS = {"dynamics_node": dynamics_plan, "simulator_node": simulator_plan, "trajectory_publisher": trajectory_plan}
 
@@ -91,7 +93,7 @@ def test_urdf_option_reads_a_file_or_a_bundled_robot(tmp_path):
 
 def test_executor_option_reaches_the_spin_loop(monkeypatch):
     pytest.importorskip("rclpy")
-    from robot_dynamics.nodes import command_line, runner
+    from robot_dynamics.nodes.common import command_line, runner
 
     used = []
 
@@ -228,7 +230,7 @@ def test_exit_0_on_a_double_signal_while_python_imports(name, tmp_path):
 # middleware call that never returns)
 STUCK = """
 import signal, threading
-from robot_dynamics.nodes.runner import stop_handler
+from robot_dynamics.nodes.common.runner import stop_handler
 signal.signal(signal.SIGINT, stop_handler([]))
 print("stuck", flush=True)
 lock = threading.Lock()
@@ -254,7 +256,7 @@ def _stop_a_script(script, ready, signals, grace):
 
 
 def test_a_process_stuck_after_the_stop_signal_ends_with_every_threads_stack():
-    from robot_dynamics.nodes.runner import STOP_GRACE
+    from robot_dynamics.nodes.common.runner import STOP_GRACE
 
     code, err, seconds = _stop_a_script(STUCK, "stuck\n", [signal.SIGINT], STOP_GRACE)
     assert code == 1, err
@@ -303,7 +305,7 @@ def test_a_stop_signal_inside_a_c_extensions_import_is_still_a_clean_stop(monkey
         except SystemExit as stop:
             raise ImportError("initialization failed") from stop
 
-    monkeypatch.setitem(sys.modules, "robot_dynamics.nodes.command_line", types.SimpleNamespace(main=main))
+    monkeypatch.setitem(sys.modules, "robot_dynamics.nodes.common.command_line", types.SimpleNamespace(main=main))
     monkeypatch.setattr(entry, "stop_on_signals", lambda: None)
     with pytest.raises(SystemExit) as stopped:
         entry._run("dynamics_node")
@@ -319,7 +321,7 @@ def test_an_import_error_of_its_own_still_fails_the_node(monkeypatch):
     def main(name, load_kernels):
         raise ImportError("no module named rclpy")
 
-    monkeypatch.setitem(sys.modules, "robot_dynamics.nodes.command_line", types.SimpleNamespace(main=main))
+    monkeypatch.setitem(sys.modules, "robot_dynamics.nodes.common.command_line", types.SimpleNamespace(main=main))
     monkeypatch.setattr(entry, "stop_on_signals", lambda: None)
     with pytest.raises(ImportError, match="no module named rclpy"):
         entry._run("dynamics_node")

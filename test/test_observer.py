@@ -1,4 +1,4 @@
-"""The generalized-momentum observer (robot_dynamics.observer) against simulator truth and identities.
+"""The generalized-momentum observer (robot_dynamics.control.observer) against simulator truth and identities.
 
 Oracles: ``p = M qd`` and ``C^T qd - g`` from the library's mass and Coriolis matrices (the latter
 proven against Christoffel symbols and Pinocchio elsewhere); the closed-form step response
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.observer import MomentumObserver, momentum_terms, tip_frame, wrench_from_torques
-from robot_dynamics.robots import bundled_urdf
-from robot_dynamics.simulation import Simulator
+from robot_dynamics.control.observer import MomentumObserver, momentum_terms, tip_frame, wrench_from_torques
+from robot_dynamics.description.robots import bundled_urdf
+from robot_dynamics.simulation.simulator import Simulator
 from robot_dynamics.tools.benchmarks.robots import panda7_urdf
 
 Q_PANDA = np.array([0.1, -0.4, 0.2, -2.0, 0.3, 1.8, 0.6])  # non-singular
@@ -154,7 +154,7 @@ def test_tip_frame_and_bad_input(panda, arm7):
 def test_a_point_force_is_estimated_back_where_the_full_wrench_is_not_determined():
     """planar_2r (2 joints) held still, a force in its plane at the tip: r = J_v^T f.  The full
     wrench's minimum-norm solution spreads r over a moment; the point force is the force."""
-    from robot_dynamics.observer import force_from_torques
+    from robot_dynamics.control.observer import force_from_torques
 
     arm = rd.load_urdf("planar_2r")
     q = np.array([0.4, 0.9])
@@ -177,8 +177,8 @@ def test_a_point_force_is_estimated_back_where_the_full_wrench_is_not_determined
 
 
 def test_the_node_plan_takes_wrench_passive_and_a_gain_safe_for_encoders():
-    from robot_dynamics.nodes.contact_plan import coerce_contact
-    from robot_dynamics.nodes.dynamics_plan import Settings, make_plan
+    from robot_dynamics.nodes.dynamics.contact_plan import coerce_contact
+    from robot_dynamics.nodes.dynamics.plan import Settings, make_plan
 
     arm = rd.load_urdf("arm7_gripper")
     plan = make_plan(arm, Settings(external_torque_enabled=True, external_torque_wrench="force",

@@ -3,7 +3,7 @@
 - the simulator's drives on elastic joints (the YAML of docs/motors.md): ``brake`` and
   ``hold_position`` hold a never-commanded arm (they diverged: non-finite at t = 0.42 s), against
   the closed-form equilibria; the velocity limit bounds the motors' velocity;
-- the one plausibility rule (:class:`~robot_dynamics.nodes.safety.Plausibility`) for torques and
+- the one plausibility rule (:class:`~robot_dynamics.nodes.common.safety.Plausibility`) for torques and
   mass matrices, and the settings it refuses: absurd gravity, payload, gains, armature, joint
   stiffness, initial velocities on continuous joints, physics rates.
 """
@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.nodes import dynamics_plan, simulator_plan
-from robot_dynamics.nodes.parameters import Rejected
-from robot_dynamics.nodes.safety import STANDARD_GRAVITY, TORQUE_FACTOR, Plausibility
-from robot_dynamics.nodes.simulator_inputs import DRIVE_BANDWIDTH, Commands, drive_torques, effort_command, named_efforts
-from robot_dynamics.simulation import Simulator
+from robot_dynamics.nodes.dynamics import plan as dynamics_plan
+from robot_dynamics.nodes.simulator import plan as simulator_plan
+from robot_dynamics.nodes.common.parameters import Rejected
+from robot_dynamics.nodes.common.safety import STANDARD_GRAVITY, TORQUE_FACTOR, Plausibility
+from robot_dynamics.nodes.simulator.inputs import DRIVE_BANDWIDTH, Commands, drive_torques, effort_command, named_efforts
+from robot_dynamics.simulation.simulator import Simulator
 
 #: docs/motors.md's elastic planar 2R
 DOCS_ARMATURE, DOCS_STIFFNESS = (0.5, 0.5), (1500.0, 1500.0)

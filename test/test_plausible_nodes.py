@@ -30,10 +30,10 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 
 import robot_dynamics as rd  # noqa: E402
-from robot_dynamics.nodes.dynamics_node import DynamicsNode  # noqa: E402
-from robot_dynamics.nodes.simulator_node import SimulatorNode  # noqa: E402
-from robot_dynamics.nodes.safety import Plausibility  # noqa: E402
-from robot_dynamics.robots import urdf_file  # noqa: E402
+from robot_dynamics.nodes.dynamics.node import DynamicsNode  # noqa: E402
+from robot_dynamics.nodes.simulator.node import SimulatorNode  # noqa: E402
+from robot_dynamics.nodes.common.safety import Plausibility  # noqa: E402
+from robot_dynamics.description.robots import urdf_file  # noqa: E402
 
 from ros_helpers import RosHarness, publish_until, wait_until  # noqa: E402
 

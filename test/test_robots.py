@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.robots import DEMO_ROBOT, bundled_robot_names, bundled_urdf
+from robot_dynamics.description.robots import DEMO_ROBOT, bundled_robot_names, bundled_urdf
 
 ROBOTS = ("arm7_gripper", "cartesian_3dof", "planar_2r")
 
@@ -193,7 +193,7 @@ def test_installed_copies_are_found_outside_a_checkout(tmp_path, monkeypatch):
     """A pip install: no source checkout around the package, files in <prefix>/share/robot_dynamics/urdf."""
     import sys
 
-    from robot_dynamics import robots
+    from robot_dynamics.description import robots
 
     share = tmp_path / "prefix" / "share" / "robot_dynamics" / "urdf"
     share.mkdir(parents=True)

@@ -9,15 +9,16 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.nodes import dynamics_plan, simulator_plan
-from robot_dynamics.nodes.safety import (
+from robot_dynamics.nodes.dynamics import plan as dynamics_plan
+from robot_dynamics.nodes.simulator import plan as simulator_plan
+from robot_dynamics.nodes.common.safety import (
     ENERGY_FACTOR, MAX_DESCRIPTION_CHARS, MAX_SPEED, POSITION_MARGIN, UNLIMITED_POSITION, VELOCITY_FACTOR, Plausibility, check_outputs_finite, closest_name, cut,
     description_text,
 )
-from robot_dynamics.nodes.simulator_inputs import DRIVE_BANDWIDTH, Commands, drive_torques
-from robot_dynamics.nodes.simulator_plan import Drives
-from robot_dynamics.robots import urdf_file
-from robot_dynamics.simulation import Simulator
+from robot_dynamics.nodes.simulator.inputs import DRIVE_BANDWIDTH, Commands, drive_torques
+from robot_dynamics.nodes.simulator.plan import Drives
+from robot_dynamics.description.robots import urdf_file
+from robot_dynamics.simulation.simulator import Simulator
 
 
 @pytest.fixture(scope="module")

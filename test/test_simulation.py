@@ -1,4 +1,4 @@
-"""The simulator's physics (robot_dynamics.simulation), without ROS.
+"""The simulator's physics (robot_dynamics.simulation.simulator), without ROS.
 
 Accuracy.  Panda-7 (example-robot-data's Panda with the finger joints made fixed) and a branching
 random tree (test/robot_files.py, seed 3: continuous, revolute and prismatic joints on two
@@ -44,10 +44,10 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import robot_dynamics as rd
-from robot_dynamics import simulation
-from robot_dynamics.cholesky import cholesky_factor
-from robot_dynamics.equations_of_motion import limit_correction
-from robot_dynamics.simulation import LIMIT_OMEGA_STEP, SimulationError, Simulator
+from robot_dynamics.simulation import simulator as simulation
+from robot_dynamics.rigid_body.cholesky import cholesky_factor
+from robot_dynamics.simulation.equations_of_motion import limit_correction
+from robot_dynamics.simulation.simulator import LIMIT_OMEGA_STEP, SimulationError, Simulator
 from robot_dynamics.tools.benchmarks.robots import panda7_urdf
 
 import robot_files as rf  # noqa: E402
@@ -449,7 +449,7 @@ def test_every_panda_joint_into_its_limit_at_once(integrator, direction):
     Over the last 0.1 s of 2 s every joint is on its limit: semi-implicit Euler and rk4 within
     0.1 mrad (rk4 with brief micro-slips of joints 1 and 5 up to 0.06 rad/s); explicit Euler
     keeps the light wrist joint 5 (12 N m, ~1800 rad/s^2 free acceleration) chattering within
-    5 mrad of its wall at up to ~2 rad/s -- documented in robot_dynamics.simulation.
+    5 mrad of its wall at up to ~2 rad/s -- documented in robot_dynamics.simulation.simulator.
     """
     model = model_of("panda7")
     limits = model.position_limits

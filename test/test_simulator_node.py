@@ -406,7 +406,7 @@ def test_as_fast_as_possible_with_clock(harness, tmp_path):
 def test_elastic_joints_publish_motor_states(harness, tmp_path):
     """joint_stiffness: motor_states comes with every joint_states (same stamp and names), the motors
     start at the links, and under gravity the springs deflect: the motors lead the sagging links."""
-    from robot_dynamics.robots import bundled_urdf
+    from robot_dynamics.description.robots import bundled_urdf
 
     params = write_params(tmp_path / "elastic.yaml", {
         "robot_description": bundled_urdf("planar_2r").read_text(), "armature": [0.5, 0.5],

@@ -1,5 +1,5 @@
 """The simulator node's settings, plan and input checks, without ROS
-(robot_dynamics.nodes.simulator_plan and simulator_inputs)."""
+(robot_dynamics.nodes.simulator.plan and simulator_inputs)."""
 
 import math
 
@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.nodes.parameters import Rejected
-from robot_dynamics.nodes.simulator_inputs import Commands, effort_command, external_wrench, named_efforts
-from robot_dynamics.nodes.simulator_plan import PARAMETERS, Settings, coerce_setting, make_plan
-from robot_dynamics.robots import bundled_urdf
-from robot_dynamics.simulation import DEFAULT_FRICTION_VELOCITY
+from robot_dynamics.nodes.common.parameters import Rejected
+from robot_dynamics.nodes.simulator.inputs import Commands, effort_command, external_wrench, named_efforts
+from robot_dynamics.nodes.simulator.plan import PARAMETERS, Settings, coerce_setting, make_plan
+from robot_dynamics.description.robots import bundled_urdf
+from robot_dynamics.simulation.simulator import DEFAULT_FRICTION_VELOCITY
 
 
 @pytest.fixture(scope="module")

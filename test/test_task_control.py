@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics import control
-from robot_dynamics.robots import bundled_urdf
-from robot_dynamics.simulation import Simulator
-from robot_dynamics.task_control import TaskSpaceSettings, TaskTarget, default_axes, task_space_torque
-from robot_dynamics.task_space import damped_task_inertia, task_rows
+from robot_dynamics.control import laws as control
+from robot_dynamics.description.robots import bundled_urdf
+from robot_dynamics.simulation.simulator import Simulator
+from robot_dynamics.control.task_controller import TaskSpaceSettings, TaskTarget, default_axes, task_space_torque
+from robot_dynamics.rigid_body.task_space import damped_task_inertia, task_rows
 
 FRAME = "arm7_tcp"
 Q0 = np.array([0.0, -0.3, 0.0, -2.0, 0.0, 1.9, 0.8, 0.02])
@@ -185,7 +185,7 @@ def test_settings_refuse_bad_values():
 @pytest.mark.parametrize("mode", ["computed_torque", "impedance"])
 def test_the_one_pass_data_gives_the_same_torque(mode):
     """task_space_torque on a Data filled by compute_terms (the dynamics node's path) == computed afresh."""
-    from robot_dynamics.data import BIAS, GRAVITY, MASS, WORLD, Data, compute_terms
+    from robot_dynamics.rigid_body.data import BIAS, GRAVITY, MASS, WORLD, Data, compute_terms
 
     model = arm()
     data = Data(model)

@@ -21,8 +21,8 @@ rclpy = pytest.importorskip("rclpy")
 from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped  # noqa: E402
 
 import robot_dynamics as rd  # noqa: E402
-from robot_dynamics.robots import bundled_urdf  # noqa: E402
-from robot_dynamics.task_control import TaskSpaceSettings, TaskTarget, task_space_torque  # noqa: E402
+from robot_dynamics.description.robots import bundled_urdf  # noqa: E402
+from robot_dynamics.control.task_controller import TaskSpaceSettings, TaskTarget, task_space_torque  # noqa: E402
 
 from ros_helpers import RosHarness, publish_until, wait_until  # noqa: E402
 from test_dynamics_node import OUTPUT_QOS, STALE, Rig, joint_state, new_stamp, status_text  # noqa: E402
@@ -207,8 +207,8 @@ def test_task_space_demo_closes_the_loop_over_ros(tmp_path):
 
 def test_task_space_inputs_refuse_what_is_not_a_pose():
     """The rclpy-free checks: frame, quaternion norm, finiteness, plausibility; a refused message changes nothing."""
-    from robot_dynamics.nodes.parameters import Rejected
-    from robot_dynamics.nodes.task_space_inputs import TaskSpaceInputs
+    from robot_dynamics.nodes.common.parameters import Rejected
+    from robot_dynamics.nodes.dynamics.task_space_inputs import TaskSpaceInputs
 
     inputs = TaskSpaceInputs(rd.load_urdf(str(bundled_urdf("arm7_gripper"))))
     base = "arm7_link0"
@@ -231,7 +231,7 @@ def test_task_space_inputs_refuse_what_is_not_a_pose():
 
 def test_task_plan_names_the_parameter_it_refuses():
     """compile_task: no frame, an unknown frame, more directions than joints are refused by name."""
-    from robot_dynamics.nodes.dynamics_plan import Settings, make_plan
+    from robot_dynamics.nodes.dynamics.plan import Settings, make_plan
 
     planar = rd.load_urdf(str(bundled_urdf("planar_2r")))
     for values, reason in (({}, "needs task_space.frame"), ({"task_frame": "nowhere"}, "is not a link"),

@@ -165,7 +165,7 @@ def test_task_space_bias_is_the_seeds_form_for_a_square_jacobian():
 def test_frame_state_is_the_checked_functions_at_one_state():
     """task_space.frame_state (the controllers' one-state path) == frame_pose, jacobian, frame_velocity and
     jacobian_derivative_times_rate (world), which are checked against Pinocchio above."""
-    from robot_dynamics.task_space import frame_state
+    from robot_dynamics.rigid_body.task_space import frame_state
 
     info, model, _ = tree_case(7)
     rng = np.random.default_rng(2)

@@ -1,4 +1,4 @@
-"""The trajectory publisher: its trajectory (robot_dynamics.nodes.trajectory_plan, no ROS) and the
+"""The trajectory publisher: its trajectory (robot_dynamics.nodes.trajectory_publisher.plan, no ROS) and the
 node (a process) under use_sim_time: it loads the robot before any /clock, then publishes on it."""
 
 import time
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.nodes.trajectory_plan import PARAMETERS, Settings, coerce_setting, make_trajectory
-from robot_dynamics.robots import bundled_urdf
+from robot_dynamics.nodes.trajectory_publisher.plan import PARAMETERS, Settings, coerce_setting, make_trajectory
+from robot_dynamics.description.robots import bundled_urdf
 
 
 def test_trajectory_derivatives_ramp_and_limits():

@@ -21,7 +21,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 import robot_dynamics as rd  # noqa: E402
-from robot_dynamics.nodes.safety import Plausibility  # noqa: E402
+from robot_dynamics.nodes.common.safety import Plausibility  # noqa: E402
 from robot_dynamics.tools.benchmarks.robots import panda7_urdf  # noqa: E402
 
 from ros_helpers import NodeProcess, RosHarness, write_params  # noqa: E402

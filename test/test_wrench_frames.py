@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.observer import MomentumObserver
-from robot_dynamics.robots import bundled_urdf
-from robot_dynamics.simulation import Simulator
+from robot_dynamics.control.observer import MomentumObserver
+from robot_dynamics.description.robots import bundled_urdf
+from robot_dynamics.simulation.simulator import Simulator
 from robot_dynamics.tools.benchmarks.robots import panda7_urdf
-from robot_dynamics.wrenches import external_torques, transform_wrench, wrench_in_frame, wrench_in_world
+from robot_dynamics.rigid_body.wrenches import external_torques, transform_wrench, wrench_in_frame, wrench_in_world
 
 pin = pytest.importorskip("pinocchio")
 
@@ -109,7 +109,7 @@ def test_a_wrench_in_link7_axes_is_estimated_back_in_those_axes_and_in_the_roots
 
 
 def test_a_frame_no_joint_moves_is_refused_by_the_observer_and_the_node_plan(panda):
-    from robot_dynamics.nodes.dynamics_plan import Settings, make_plan
+    from robot_dynamics.nodes.dynamics.plan import Settings, make_plan
 
     for frame in ("panda_link0",):
         with pytest.raises(ValueError, match="fixed to the base .*no joint moves it"):
@@ -125,9 +125,9 @@ def test_a_frame_no_joint_moves_is_refused_by_the_observer_and_the_node_plan(pan
 
 
 def test_the_simulators_external_wrench_is_read_in_its_links_axes(panda, oracle):
-    from robot_dynamics.nodes.parameters import Rejected
-    from robot_dynamics.nodes.simulator_inputs import external_wrench
-    from robot_dynamics.nodes.simulator_plan import Settings, make_plan
+    from robot_dynamics.nodes.common.parameters import Rejected
+    from robot_dynamics.nodes.simulator.inputs import external_wrench
+    from robot_dynamics.nodes.simulator.plan import Settings, make_plan
 
     _, data, fid = oracle
     plan = make_plan(panda, Settings())
@@ -141,7 +141,7 @@ def test_the_simulators_external_wrench_is_read_in_its_links_axes(panda, oracle)
 
 
 def test_contact_wrenches_are_in_each_links_axes_or_summed_in_the_wrench_frame(panda, oracle):
-    from robot_dynamics.nodes.simulator_contact import contact_wrench_messages
+    from robot_dynamics.nodes.simulator.contact import contact_wrench_messages
 
     model, data, fid = oracle
     hand = model.getFrameId("panda_hand")
@@ -162,8 +162,8 @@ def test_contact_wrenches_are_in_each_links_axes_or_summed_in_the_wrench_frame(p
 
 
 def test_task_space_goals_are_read_in_their_frame_at_the_measured_state():
-    from robot_dynamics.nodes.parameters import Rejected
-    from robot_dynamics.nodes.task_space_inputs import TaskSpaceInputs
+    from robot_dynamics.nodes.common.parameters import Rejected
+    from robot_dynamics.nodes.dynamics.task_space_inputs import TaskSpaceInputs
 
     arm = rd.load_urdf(str(bundled_urdf("arm7_gripper")))
     q = np.array([0.0, -0.3, 0.0, -2.0, 0.0, 1.9, 0.8, 0.02])

@@ -42,7 +42,7 @@ def add_urdf_argument(parser):
 
 def resolve_urdf(argument):
     """The URDF file for a command-line argument: an existing file, else a bundled robot name."""
-    from ..robots import urdf_file
+    from ..description.robots import urdf_file
 
     try:
         return urdf_file(argument)

@@ -1,10 +1,10 @@
 """``robot-dynamics check-trajectory URDF TRAJECTORY``: the command around
-:func:`robot_dynamics.trajectory_check.check_trajectory`.
+:func:`robot_dynamics.trajectories.check.check_trajectory`.
 
 Exit status: 0 when every sample is within the limits, 1 on a violation, 2 on bad input (one line
 on stderr naming the input and the problem): a trajectory file beyond the reading bounds of
-:mod:`robot_dynamics.trajectory_check`, a ``--rate`` giving too many samples, a payload the dynamics
-node would refuse (:func:`robot_dynamics.nodes.safety.check_payload`, the rclpy-free rule), or a
+:mod:`robot_dynamics.trajectories.check`, a ``--rate`` giving too many samples, a payload the dynamics
+node would refuse (:func:`robot_dynamics.nodes.common.safety.check_payload`, the rclpy-free rule), or a
 torque that is not finite. No verdict is given on a result that is not finite.
 """
 
@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from ..trajectory_check import DEFAULT_RATE, TrajectoryError
+from ..trajectories.check import DEFAULT_RATE, TrajectoryError
 from .arguments import CLIError, load_model, positive_number, warn
 
 
@@ -47,7 +47,7 @@ def with_payload(model, values):
     """The model carrying ``--payload LINK MASS [CX CY CZ [IXX IXY IXZ IYY IYZ IZZ]]``, judged as the
     dynamics node judges its ``payload.*`` parameters: at most 10 times the robot's mass, within its
     reach, and finite, plausible gravity torques and mass matrix with it."""
-    from ..nodes.safety import Plausibility, check_outputs_finite, check_outputs_plausible, check_payload
+    from ..nodes.common.safety import Plausibility, check_outputs_finite, check_outputs_plausible, check_payload
 
     if not values:
         return model
@@ -93,7 +93,7 @@ def print_report(check, out):
 
 def run(args, out=None, err=None):
     """The command; returns the exit status."""
-    from ..trajectory_check import check_trajectory, read_trajectory
+    from ..trajectories.check import check_trajectory, read_trajectory
 
     out, err = out or sys.stdout, err or sys.stderr
     try:

@@ -8,7 +8,7 @@ def register(commands):
 
 
 def run(args):
-    from ..robots import bundled_robot_names, bundled_urdf
+    from ..description.robots import bundled_robot_names, bundled_urdf
 
     for name in bundled_robot_names():
         sys.stdout.write(f"{name:<16} {bundled_urdf(name)}\n")

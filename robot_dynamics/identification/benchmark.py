@@ -34,7 +34,7 @@ def main(argv=None, out=sys.stdout):
     parser.add_argument("--rate", type=float, default=500.0, help="joint_states rate, Hz (default 500)")
     parser.add_argument("--iterations", type=int, default=10, help="of the excitation's optimisation (default 10)")
     args = parser.parse_args(argv)
-    from ..robots import bundled_urdf
+    from ..description.robots import bundled_urdf
 
     urdf = bundled_urdf(ROBOT)
     model = rd.load_urdf(urdf)

@@ -162,7 +162,7 @@ def payload_transform(model, link):
         raise IdentificationError(f"payload link {link!r} is fixed to the base: a payload there moves nothing "
                                   "and cannot be identified; name a link the arm moves")
     # move_inertial_parameters is linear in the parameters: its columns are the images of unit vectors
-    from ..model import move_inertial_parameters
+    from ..rigid_body.model import move_inertial_parameters
 
     T = np.zeros((len(rd.inertial_parameters(model)), PARAMETERS_PER_BODY))
     rows = slice(PARAMETERS_PER_BODY * frame.body, PARAMETERS_PER_BODY * (frame.body + 1))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..input_files import check_bag, reading_bag
+from ..input_files import bag_typestore, check_bag, reading_bag
 
 QUANTITIES = ("q", "qd", "tau")
 _MESSAGE_FIELDS = {"q": "position", "qd": "velocity", "tau": "effort"}
@@ -204,12 +204,6 @@ def _restored_clock(path, header, data, rate):
     return (np.arange(len(data)) + np.cumsum(skipped)) / rate
 
 
-def _typestore():
-    from rosbags.typesys import Stores, get_typestore
-
-    return get_typestore(Stores.ROS2_HUMBLE)  # JointState is the same in every ROS 2 distribution
-
-
 MAX_MESSAGES = 3_600_000   # JointState messages read from one bag (1 h at 1 kHz; about 1 kB of memory each)
 
 
@@ -231,7 +225,7 @@ def read_rosbag(path, topic="joint_states"):
 def _bag_samples(bag, wanted):
     from rosbags.highlevel import AnyReader
 
-    with AnyReader([bag], default_typestore=_typestore()) as reader:
+    with AnyReader([bag], default_typestore=bag_typestore()) as reader:
         connections = [c for c in reader.connections if c.topic == wanted]
         if not connections:
             available = sorted({c.topic for c in reader.connections if c.msgtype == JOINT_STATE})
@@ -282,7 +276,7 @@ def write_rosbag(path, messages, storage="sqlite3", topic="/joint_states"):
     """
     from rosbags.rosbag2 import StoragePlugin, Writer
 
-    typestore = _typestore()
+    typestore = bag_typestore()
     JointState = typestore.types[JOINT_STATE]
     Header, Time = typestore.types["std_msgs/msg/Header"], typestore.types["builtin_interfaces/msg/Time"]
     plugin = {"sqlite3": StoragePlugin.SQLITE3, "mcap": StoragePlugin.MCAP}[storage]

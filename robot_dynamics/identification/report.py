@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from ..transmissions import DRAKE_NAMESPACE, SIMPLE_TRANSMISSION, rotors
+from ..description.transmissions import DRAKE_NAMESPACE, SIMPLE_TRANSMISSION, rotors
 from .parameters import PARAMETERS_PER_BODY, mass_com_inertia
 
 SUFFIX = "_payload"  # the identified payload's link in identified.urdf: <link><SUFFIX>

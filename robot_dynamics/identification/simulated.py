@@ -1,6 +1,6 @@
 """A simulated "real robot" for trying identification without hardware.
 
-:func:`record` plays a trajectory on :class:`~robot_dynamics.simulation.Simulator` (viscous and
+:func:`record` plays a trajectory on :class:`~robot_dynamics.simulation.simulator.Simulator` (viscous and
 Coulomb friction on) with the dynamics node's computed-torque law computed from a controller
 model, and returns what a ``joint_states`` recording of the robot would hold: positions,
 velocities and the applied efforts, each with Gaussian sensor noise.
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 import robot_dynamics as rd
-from robot_dynamics import control
-from robot_dynamics.simulation import DEFAULT_FRICTION_VELOCITY as FRICTION_VELOCITY, Simulator
+from robot_dynamics.control import laws as control
+from robot_dynamics.simulation.simulator import DEFAULT_FRICTION_VELOCITY as FRICTION_VELOCITY, Simulator
 
 DEFAULT_GAINS = (400.0, 40.0)   # kp 1/s^2, kd 1/s: critically damped at 20 rad/s
 SUBSTEPS = 4                    # simulator steps per control period (the friction's tanh is stiff)
@@ -31,8 +31,8 @@ class SimulatedRecording:
 
 def computed_torque(model, q, qd, desired, gains=DEFAULT_GAINS):
     """The dynamics node's computed-torque law with friction compensation (``compensate_friction``),
-    from ``model``: :func:`robot_dynamics.control.computed_torque` plus
-    :func:`robot_dynamics.control.friction_torques`."""
+    from ``model``: :func:`robot_dynamics.control.laws.computed_torque` plus
+    :func:`robot_dynamics.control.laws.friction_torques`."""
     q_d, qd_d, qdd_d = desired
     kp, kd = gains
     tau = control.computed_torque(rd.mass_matrix(model, q), rd.bias_forces(model, q, qd), qdd_d,

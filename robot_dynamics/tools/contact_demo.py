@@ -1,11 +1,11 @@
 """``robot-dynamics demo-contact``: an arm driven into a wall, its contact felt by the momentum observer.
 
 In process (no ROS), with the pieces the nodes run on every message: the simulator with contact
-(:class:`robot_dynamics.simulation.Simulator`, a :class:`robot_dynamics.contact.ContactModel` wall
-and a sphere on the tool), the computed-torque law (:func:`robot_dynamics.control.computed_torque`,
-the dynamics node's), the momentum observer (:class:`robot_dynamics.observer.MomentumObserver`, its
+(:class:`robot_dynamics.simulation.simulator.Simulator`, a :class:`robot_dynamics.simulation.contact.ContactModel` wall
+and a sphere on the tool), the computed-torque law (:func:`robot_dynamics.control.laws.computed_torque`,
+the dynamics node's), the momentum observer (:class:`robot_dynamics.control.observer.MomentumObserver`, its
 ``external_torque.*``, URDF friction compensated as the simulator applies it) and the collision
-detector (:class:`robot_dynamics.nodes.contact_plan.CollisionDetector`, its ``collision.*``) with the
+detector (:class:`robot_dynamics.nodes.dynamics.contact_plan.CollisionDetector`, its ``collision.*``) with the
 ``gravity`` reaction.  ``arm7_gripper`` follows, under computed torque at 1 kHz, a slow straight
 approach of its tool centre point (``arm7_tcp``) to a point beyond a wall (``WALL_AT``): the tool
 touches, the servo presses harder as the error grows, the observer's wrench estimate follows the true
@@ -85,12 +85,12 @@ def desired_joints(model, q0, duration, steps):
 def run(duration, approach_time, threshold):
     """The demo's simulation (module docstring)."""
     import robot_dynamics as rd
-    from robot_dynamics import control
-    from robot_dynamics.contact import ContactModel
-    from robot_dynamics.nodes.contact_plan import CollisionDetector
-    from robot_dynamics.observer import MomentumObserver
-    from robot_dynamics.robots import bundled_urdf
-    from robot_dynamics.simulation import Simulator
+    from robot_dynamics.control import laws as control
+    from robot_dynamics.simulation.contact import ContactModel
+    from robot_dynamics.nodes.dynamics.contact_plan import CollisionDetector
+    from robot_dynamics.control.observer import MomentumObserver
+    from robot_dynamics.description.robots import bundled_urdf
+    from robot_dynamics.simulation.simulator import Simulator
 
     model = rd.load_urdf(str(bundled_urdf("arm7_gripper")))
     steps = int(round(duration / STEP))

@@ -45,7 +45,7 @@ def add_arguments(parser):
 def geared_arm():
     """``planar_2r`` with the demo's motors, and the stiffness of its gears."""
     import robot_dynamics as rd
-    from robot_dynamics.robots import bundled_urdf
+    from robot_dynamics.description.robots import bundled_urdf
 
     model = rd.load_urdf(bundled_urdf("planar_2r"))
     return model.with_armature(np.full(model.nv, ARMATURE)), np.full(model.nv, STIFFNESS)
@@ -78,7 +78,7 @@ class Run:
 def simulate(duration):
     """Both closed loops for ``duration`` s: ``(rigid Run, elastic Run)``."""
     import robot_dynamics as rd
-    from robot_dynamics.simulation import Simulator
+    from robot_dynamics.simulation.simulator import Simulator
 
     model, K = geared_arm()
     J, w = model.armature, BANDWIDTH

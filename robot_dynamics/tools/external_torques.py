@@ -3,7 +3,7 @@
 The recording is read exactly as ``identify`` reads it (:mod:`robot_dynamics.identification.reading`:
 the same options ``--lock``, ``--passive``, ``--rate``, ``--effort-sign``, ``--effort-scale``,
 ``--position-unit``, the same checks, one uniform time grid) and played through
-:class:`robot_dynamics.observer.MomentumObserver` sample by sample, as the dynamics node would see it.
+:class:`robot_dynamics.control.observer.MomentumObserver` sample by sample, as the dynamics node would see it.
 
 Velocities: the recorded ones, as the node takes them; a recording without them gets the
 derivative of its positions low-passed by the same zero-phase filter as ``identify``
@@ -35,7 +35,7 @@ from ..identification.reading import (
 )
 from ..identification.recording import RecordingError
 from ..identification.samples import DEFAULT_CUTOFF, IdentificationError, clock_gaps
-from ..observer import MomentumObserver, check_wrench_frame, tip_frame
+from ..control.observer import MomentumObserver, check_wrench_frame, tip_frame
 
 __all__ = ["ERRORS", "GAINS", "SAFETY_FACTOR", "add_arguments", "external_torques", "run"]
 

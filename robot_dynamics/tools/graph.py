@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..robots import PACKAGE, share_file
-from ..urdf import load_urdf
+from ..description.robots import PACKAGE, share_file
+from ..description.urdf import load_urdf
 
 #: What the dynamics node may send as ``effort_command`` (its ``command_source`` parameter).
 COMMAND_SOURCES = ("none", "gravity", "computed", "task_space")

@@ -17,7 +17,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-from ..robots import PACKAGE, urdf_file
+from ..description.robots import PACKAGE, urdf_file
 from .graph import params_sections, unused_layers
 from .processes import LAUNCHER_PID, die_with_parent
 

@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..robots import PACKAGE
+from ..description.robots import PACKAGE
 
 #: The domain ids ROS 2 accepts (the DDS port formula's UDP ports end at 232).
 DOMAINS = range(0, 233)

@@ -71,8 +71,8 @@ def _rotation(quaternion):
 def cartesian_errors(model, frame, run):
     """``(t, actual positions, desired positions, position errors (m), rotation errors (rad))`` of a run:
     each joint state's frame pose against the latest desired pose received before it."""
-    from ..kinematics import frame_pose
-    from ..task_space import pose_error
+    from ..rigid_body.kinematics import frame_pose
+    from ..rigid_body.task_space import pose_error
 
     received = np.asarray(run.desired.received)
     rows = [(t - run.start, q, int(np.searchsorted(received, t, side="right")) - 1)

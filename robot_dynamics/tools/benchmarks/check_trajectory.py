@@ -15,7 +15,7 @@ import numpy as np
 
 import robot_dynamics as rd
 from robot_dynamics.tools.benchmarks.robots import panda7_urdf
-from robot_dynamics.trajectory_check import Trajectory, check_trajectory, sample
+from robot_dynamics.trajectories.check import Trajectory, check_trajectory, sample
 
 AIM_MS = 50.0
 

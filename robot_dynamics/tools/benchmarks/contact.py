@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 import robot_dynamics as rd
-from robot_dynamics.observer import MomentumObserver
+from robot_dynamics.control.observer import MomentumObserver
 from robot_dynamics.tools.benchmarks.robots import panda7_urdf
 
 Q = np.array([0.1, -0.4, 0.2, -2.0, 0.3, 1.8, 0.6])
@@ -41,7 +41,7 @@ def _nodes(urdf):
     import rclpy
     from rclpy.parameter import Parameter
 
-    from robot_dynamics.nodes.dynamics_node import DynamicsNode
+    from robot_dynamics.nodes.dynamics.node import DynamicsNode
 
     common = [Parameter("robot_description", value=urdf), Parameter("command_source", value="gravity")]
     without = DynamicsNode("bench_without", parameter_overrides=common)

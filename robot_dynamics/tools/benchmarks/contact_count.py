@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The cost of the simulator's contact spheres and planes: what bounds their count (docs/contact.md).
 
-``robot_dynamics.simulation.Simulator`` in process (no ROS), the bundled arm7_gripper held at a pose
+``robot_dynamics.simulation.simulator.Simulator`` in process (no ROS), the bundled arm7_gripper held at a pose
 by its gravity torque, rk4 steps of 1 ms (the simulator node's default): the median microseconds of a
 step with ``S`` spheres (spread over the arm's links) and ``P`` planes, against the same step without
 contact measured in the same run (the anchor).  Two cases: every sphere inside every half-space (the
@@ -24,9 +24,9 @@ import time
 import numpy as np
 
 import robot_dynamics as rd
-from robot_dynamics.contact import ContactModel
-from robot_dynamics.robots import urdf_file
-from robot_dynamics.simulation import Simulator
+from robot_dynamics.simulation.contact import ContactModel
+from robot_dynamics.description.robots import urdf_file
+from robot_dynamics.simulation.simulator import Simulator
 
 DT = 1e-3
 Q0 = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785, 0.02])

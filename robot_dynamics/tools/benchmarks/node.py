@@ -59,9 +59,9 @@ def echo_node_class():
     from rclpy.node import Node
     from sensor_msgs.msg import JointState
 
-    from robot_dynamics.nodes.converters import as_float_array
-    from robot_dynamics.nodes.base import OUTPUT_QOS
-    from robot_dynamics.nodes.dynamics_node import JOINT_STATES_QOS
+    from robot_dynamics.nodes.common.converters import as_float_array
+    from robot_dynamics.nodes.common.base import OUTPUT_QOS
+    from robot_dynamics.nodes.dynamics.node import JOINT_STATES_QOS
 
     class EchoNode(Node):
         """Answers every JointState with a JointState of the same stamp, names and size."""
@@ -117,8 +117,8 @@ class Driver:
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray
 
-        from robot_dynamics.nodes.base import OUTPUT_QOS
-        from robot_dynamics.nodes.dynamics_node import COMMAND_INPUT_QOS, JOINT_STATES_QOS
+        from robot_dynamics.nodes.common.base import OUTPUT_QOS
+        from robot_dynamics.nodes.dynamics.node import COMMAND_INPUT_QOS, JOINT_STATES_QOS
 
         self.node, self.executor = node, executor
         self.names = list(names)
@@ -324,7 +324,7 @@ def main(argv=None) -> int:
     parser.add_argument("--echo-node", action="store_true", help=argparse.SUPPRESS)
     args, ros_args = parser.parse_known_args(argv)
     if args.echo_node:  # the baseline responder, started by run_case
-        from robot_dynamics.nodes.runner import run_node
+        from robot_dynamics.nodes.common.runner import run_node
 
         return run_node(echo_node_class(), args=["bench_echo", *ros_args], executor=args.executor)
     if ros_args:

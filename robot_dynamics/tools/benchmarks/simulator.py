@@ -4,7 +4,7 @@
 Two tables, for Panda-7 (example-robot-data's Panda, finger joints fixed) and talos_reduced
 (32 joints):
 
-1. In process (``robot_dynamics.simulation.Simulator``, no ROS): median microseconds of one
+1. In process (``robot_dynamics.simulation.simulator.Simulator``, no ROS): median microseconds of one
    ``rd.forward_dynamics`` call and of one step of each integrator (the arm holds its pose with
    the holding torque ``g(q0)``, no limit contact; reset every 1000 steps), the step's cost in
    forward-dynamics calls, and the real-time factor that cost allows at 1 kHz (1 ms / step).
@@ -37,7 +37,7 @@ import numpy as np
 
 import robot_dynamics as rd
 from robot_dynamics.tools.benchmarks.robots import example_robot_path, panda7_urdf
-from robot_dynamics.simulation import Simulator
+from robot_dynamics.simulation.simulator import Simulator
 from robot_dynamics.tools import processes
 
 DT = 1e-3
@@ -95,10 +95,10 @@ def library_table(quick):
 
 
 def contact_cases(model, pose):
-    """The rk4 step with contact on (robot_dynamics.contact): two spheres on the last link and a floor
+    """The rk4 step with contact on (robot_dynamics.simulation.contact): two spheres on the last link and a floor
     far below them ("contact, apart"), and with one sphere pressed 1 mm into a wall ("contact, touching")."""
-    from robot_dynamics.contact import ContactModel
-    from robot_dynamics.observer import tip_frame
+    from robot_dynamics.simulation.contact import ContactModel
+    from robot_dynamics.control.observer import tip_frame
 
     link = tip_frame(model)
     centre = rd.frame_pose(model, pose, link)[:3, 3]

@@ -121,7 +121,7 @@ def flooder(namespace: str, duration: float) -> int:
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
     import robot_dynamics as rd
-    from robot_dynamics.nodes.dynamics_node import COMMAND_INPUT_QOS, JOINT_STATES_QOS
+    from robot_dynamics.nodes.dynamics.node import COMMAND_INPUT_QOS, JOINT_STATES_QOS
 
     names = list(rd.load_urdf(robot_urdf("panda7")).joint_names)
     with rclpy.init(args=[]) as init:
@@ -200,8 +200,8 @@ def main(argv=None) -> int:
     args, ros_args = parser.parse_known_args(argv)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     if args.node:  # the node under test, started by start_node
-        from robot_dynamics.nodes.dynamics_node import DynamicsNode
-        from robot_dynamics.nodes.runner import run_node
+        from robot_dynamics.nodes.dynamics.node import DynamicsNode
+        from robot_dynamics.nodes.common.runner import run_node
 
         return run_node(DynamicsNode, args=["dynamics_node", *ros_args], executor=args.node)
     if args.flooder:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...nodes.common.command_line import EXECUTABLES
 from .. import graph, processes
 from .analysis import DemoArgumentError, DemoError, analyse, error_mask, summary_lines
 from .closed_loop import Progress, closed_loop, pd_gains
@@ -80,7 +81,7 @@ def check_arguments(args):
                             f"(pip install 'robot_dynamics[{extra}]')") from None
     for name in processes.NODE_EXECUTABLES:
         try:
-            __import__(f"robot_dynamics.nodes.{name}")
+            __import__(EXECUTABLES[name].node.partition(":")[0])
         except ImportError as error:
             raise DemoError(f"the demo needs the {name} executable, which cannot be imported: {error}") from None
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...control import position_error
+from ...control.laws import position_error
 
 STALL = 0.010  # s between two joint states (5 periods at 500 Hz): the simulator did not keep up
 STARVED = 0.9  # computed_torques below this fraction of the joint_states rate: the dynamics node fell behind

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from ...control import joint_pd, position_error
+from ...control.laws import joint_pd, position_error
 
 
 class Recorder:

@@ -1,0 +1,384 @@
+"""The generalized-momentum observer: external joint torques and the wrench at a frame from sampled data.
+
+De Luca & Mattone (2003); Haddadin, De Luca & Albu-Schäffer, "Robot collisions: a survey on
+detection, isolation, and identification", IEEE T-RO 2017, §IV.  With the generalized momentum
+``p = M(q) qd`` the equations of motion (Spong eq. 6.64, ``M qdd + C qd + g = tau_m + tau_ext - tau_f``)
+read, because ``Mdot = C + C^T`` (Spong §6.6.1, ``Mdot - 2C`` skew)::
+
+    pdot = tau_m + C(q, qd)^T qd - g(q) - tau_f(qd) + tau_ext
+
+and the residual ``r = K_O [p - p(0) - int_0^t (tau_m + C^T qd - g - tau_f + r) ds]`` obeys
+``rdot = K_O (tau_ext - r)``: a first-order filter of the external torque, time constant ``1/K_O``,
+that needs neither ``qdd`` nor ``M^-1``.  ``tau_m`` is the measured motor torque, ``tau_f`` the URDF
+friction (:func:`robot_dynamics.control.laws.friction_torques`, optional), rotors (armature) and
+couplings enter through ``M``, ``C`` and ``g`` of the model.
+
+``C^T qd`` without ``C``.  It is the same for every ``C`` with ``Mdot = C + C^T`` (``C qd`` is the
+unique ``h - g``), and with the Christoffel ``C`` (Spong eq. 6.63) the first and third symbols
+cancel: ``(C^T qd)_j = 1/2 qd^T (dM/dq_j) qd = dT/dq_j``, the kinetic energy's gradient.  In world
+coordinates, moving joint ``j`` by ``dq`` turns the subtree of ``j`` about the world screw ``S_j``:
+its twists change by ``[ad_{S_j}] (V_i - V_j) dq`` and its inertias by ``-(ad^T I + I ad) dq``, so
+``dT/dq_j = (V_j x S_j)^T sum_{i in subtree(j)} I_i V_i = Sdot_j^T h_j``, with ``h_j`` the subtree's
+spatial momentum.  The same sums give ``p_j = S_j^T h_j`` and ``g_j = S_j^T sum I_i (0, -g)``: one pass
+over the bodies (:func:`_momentum_terms`), no matrix, and on the coordinates ``E^T`` of the joints'
+(``q_joints = E q + o``) plus the rotors' ``armature qd`` in ``p``.
+
+Discrete time, at an irregular rate.  Write ``w(t) = p - int (tau_m + beta) ds`` with
+``beta = C^T qd - g - tau_f``, so that ``rdot = K_O (wdot - r)``.  Over a sample interval
+``[t_k, t_k+1]`` of length ``h``, with ``wdot`` held at its mean ``(w_k+1 - w_k) / h`` (exact when
+``tau_ext`` is constant over the interval), the exact solution is::
+
+    r_k+1 = e^(-K_O h) r_k + (1 - e^(-K_O h)) [p_k+1 - p_k - h (tau_m,k+1 + (beta_k + beta_k+1) / 2)] / h
+
+``beta`` depends on the state and is integrated by the trapezoidal rule (error ``h^3 beta''/12``
+per interval, so ``r`` is off by about ``h^2 beta''/12``: 1e-5 N m for a Panda swinging freely at
+1 kHz); the motor torque is held over the interval at the value that arrives with its end (the
+effort a sampled drive, or the simulator, reports with a state is the one it applied since the
+previous one; a torque sensor's sample taken at the end of the interval errs by ``h tau_m'/2``).
+Unlike the forward-Euler form ``r += K_O h (...)``, which diverges when ``K_O h > 2``, this form is
+stable for any gain and any gap, and it does not drift: errors are filtered, never integrated.
+
+The wrench at a frame: ``r = J^T F`` with ``J`` the world-aligned Jacobian of the frame's origin
+(the library's wrench convention: ``[moment; force]`` applied by the environment to the robot, moment
+about the frame origin, world-aligned axes), solved by a damped pseudo-inverse
+``F = (J J^T + lambda^2 I)^-1 J r``: the least-squares wrench, bounded near singularities.
+:meth:`MomentumObserver.wrench_in` gives it as a ``WrenchStamped`` reads (the frame's own axes, or
+another frame's, moment about that frame's origin).  The frame must be moved by some joint: on a link
+fixed to the base, ``J = 0`` and no external force there reaches a joint (:func:`check_wrench_frame`).
+
+>>> import numpy as np, robot_dynamics as rd
+>>> pendulum = rd.load_urdf(rd.examples.PENDULUM_URDF)
+>>> observer = MomentumObserver(pendulum, gain=50.0)
+>>> for k in range(1000):  # held still at 0.5 rad, pushed with 1 N m more than the holding torque
+...     r = observer.update(k * 1e-3, [0.5], [0.0], rd.gravity_torques(pendulum, [0.5]) - 1.0)
+>>> r.round(6)  # the environment pushes back with 1 N m
+array([1.])
+"""
+
+import math
+
+import numpy as np
+
+from ..rigid_body.batches import FLOAT64, as_states, matching, unbatch
+from ..rigid_body.cholesky import cholesky_solve
+from .laws import friction_torque
+from ..jit import njit
+from ..rigid_body.kernels import (
+    POSE_COLUMNS, ZERO3, add_frame_jacobian, add_joint_force, finite, inertia, joint_poses, point_in_world, pose,
+    store, vec, world_poses, world_twist,
+)
+from ..rigid_body.kinematics import jacobian
+from ..rigid_body.model import MASS, PARENT
+from ..spatial import dot, inertia_times, inertia_to_parent, motion_cross
+from ..rigid_body.wrenches import frame_in_world, wrench_seen_in
+
+__all__ = ["MomentumObserver", "check_wrench_frame", "force_from_torques", "momentum_terms", "tip_frame",
+           "wrench_from_torques"]
+
+
+DEFAULT_DAMPING = 1e-3
+"""``lambda`` of the damped pseudo-inverse (m, or dimensionless on the angular rows): far below a
+non-singular arm's smallest singular value (0.1-1), so the wrench is the least-squares one there."""
+
+
+# ----------------------------------------------------------------------------- the one pass
+
+@njit
+def _momentum_terms(topology, bodies, gravity, armature, q, qd, k, scratch, p, beta, body, point, J):
+    """``p = M qd``, ``beta = C^T qd - g`` of state ``k`` (module docstring) and, if ``body >= 0``, the
+    world-aligned Jacobian of ``point`` on ``body`` into ``J`` (6, n), in one pass over the bodies."""
+    poses, world, twists, screws, momenta = scratch
+    nb = topology.shape[0]
+    joint_poses(topology, bodies, q, k, poses)
+    world_poses(topology, poses, world)
+    weight = (-gravity[0], -gravity[1], -gravity[2])  # the base acceleration (0, -g) that gravity amounts to
+    for i in range(nb):
+        R, origin = pose(world, i)
+        (w, u), (omega, v) = world_twist(topology, bodies, world, qd, k, i, twists)  # S_i, V_i about the world origin
+        store(screws, i, 0, w)
+        store(screws, i, 3, u)
+        mass, mc, Ibar = inertia(bodies, i, MASS)
+        mc, Ibar = inertia_to_parent(mass, mc, Ibar, R, origin)  # about the world origin
+        angular, linear = inertia_times(mass, mc, Ibar, omega, v)  # I_i V_i
+        store(momenta, i, 0, angular)
+        store(momenta, i, 3, linear)
+        angular, linear = inertia_times(mass, mc, Ibar, ZERO3, weight)  # I_i (0, -g)
+        store(momenta, i, 6, angular)
+        store(momenta, i, 9, linear)
+    for i in range(nb - 1, -1, -1):  # subtree sums, leaves first
+        parent = topology[i, PARENT]
+        if parent >= 0:
+            for c in range(12):
+                momenta[parent, c] += momenta[i, c]
+    p[:] = 0.0
+    beta[:] = 0.0
+    for i in range(nb):
+        w, u = vec(screws, i, 0), vec(screws, i, 3)
+        h_angular, h_linear = vec(momenta, i, 0), vec(momenta, i, 3)
+        rate_w, rate_u = motion_cross(vec(twists, i, 0), vec(twists, i, 3), w, u)  # Sdot_i = V_i x S_i
+        holding = dot(w, vec(momenta, i, 6)) + dot(u, vec(momenta, i, 9))
+        add_joint_force(topology, bodies, i, dot(w, h_angular) + dot(u, h_linear), p)
+        add_joint_force(topology, bodies, i, dot(rate_w, h_angular) + dot(rate_u, h_linear) - holding, beta)
+    for c in range(p.shape[0]):
+        p[c] += armature[c] * qd[k, c]
+    if body >= 0:
+        J[:] = 0.0
+        add_frame_jacobian(topology, bodies, world, body, point_in_world(world, body, point), J)
+
+
+@njit
+def _scratch(nb):
+    """Scratch of :func:`_momentum_terms`: joint and world poses, twists, screws, momenta (``I V``, ``I (0, -g)``)."""
+    return (np.empty((nb, POSE_COLUMNS)), np.empty((nb, POSE_COLUMNS)), np.empty((nb, 6)), np.empty((nb, 6)),
+            np.empty((nb, 12)))
+
+
+@njit
+def _batch_terms(topology, bodies, gravity, armature, q, qd):
+    count, n = q.shape
+    scratch = _scratch(topology.shape[0])
+    p, beta, J = np.empty((count, n)), np.empty((count, n)), np.empty((6, n))
+    for k in range(count):
+        _momentum_terms(topology, bodies, gravity, armature, q, qd, k, scratch, p[k], beta[k], -1, ZERO3, J)
+    return p, beta
+
+
+def momentum_terms(model, q, qd):
+    """``(p, C^T qd - g)``: the generalized momentum ``M(q) qd`` and the state's part of ``pdot`` without
+    friction (module docstring), by one pass over the bodies; arrays of shape ``(..., n)``.
+
+    >>> import numpy as np, robot_dynamics as rd
+    >>> arm = rd.load_urdf(rd.examples.TWO_LINK_URDF)
+    >>> q, qd = np.array([0.3, 0.5]), np.array([1.0, -2.0])
+    >>> p, beta = momentum_terms(arm, q, qd)
+    >>> C = rd.coriolis_matrix(arm, q, qd)
+    >>> np.allclose(p, rd.mass_matrix(arm, q) @ qd), np.allclose(beta, C.T @ qd - rd.gravity_torques(arm, q))
+    (True, True)
+    """
+    q, batch = as_states(model, q, "q")
+    qd = matching(model, qd, "qd", batch)
+    if not (np.isfinite(q).all() and np.isfinite(qd).all()):
+        raise ValueError("q and qd must be finite")
+    p, beta = _batch_terms(*model._kernel_arrays, model._kernel_armature, q, qd)
+    return unbatch(p, batch), unbatch(beta, batch)
+
+
+# ----------------------------------------------------------------------------- one sample
+
+@njit
+def _residual_step(gain, h, r, p, p_last, tau_m, beta, beta_last):
+    """``r <- e^(-K_O h) r + (1 - e^(-K_O h)) [p - p_last - h (tau_m + (beta + beta_last)/2)] / h`` (module docstring)."""
+    decay = math.exp(-gain * h)
+    for c in range(r.shape[0]):
+        mean = (p[c] - p_last[c]) / h - tau_m[c] - 0.5 * (beta[c] + beta_last[c])
+        r[c] = decay * r[c] + (1.0 - decay) * mean
+
+
+@njit
+def _wrench(J, r, damping, wrench):
+    """``F = (J J^T + lambda^2 I)^-1 J r`` into ``wrench`` (6,): the damped least-squares solution of ``J^T F = r``,
+    by a Cholesky solve (``J J^T + lambda^2 I`` is positive definite)."""
+    A = np.empty((6, 6))
+    for a in range(6):
+        wrench[a] = np.dot(J[a], r)
+        for b in range(a + 1):
+            A[a, b] = A[b, a] = np.dot(J[a], J[b])
+        A[a, a] += damping * damping
+    cholesky_solve(A, wrench)
+
+
+@njit
+def _observe(topology, bodies, gravity, armature, friction, eps, gain, damping, body, point,
+             q, qd, tau_m, h, scratch, memory, J, wrench):
+    """One sample: the terms of the new state, friction, the residual step (``h > 0``; ``h < 0`` starts
+    over) and the wrench.  ``memory`` rows: ``r``, ``p``, ``beta`` of the last sample (``beta`` with
+    friction), and room for the new ``p`` and ``beta``.  Returns False, changing nothing, if ``q``, ``qd`` or ``tau_m`` is not finite, and False
+    after the step if ``r`` or the wrench is not (an overflow: the caller starts over)."""
+    n = q.shape[0]
+    q_row, qd_row, tau_row = q.reshape(1, n), qd.reshape(1, n), tau_m.reshape(1, n)
+    state = n - n  # the only state, 0, as a variable: a literal 0 would compile second copies of the kernels
+    if not (finite(q_row, state) and finite(qd_row, state) and finite(tau_row, state)):
+        return False
+    r, p_last, beta_last, p, beta = memory[0], memory[1], memory[2], memory[3], memory[4]
+    _momentum_terms(topology, bodies, gravity, armature, q_row, qd_row, state, scratch, p, beta, body, point, J)
+    for c in range(n):
+        beta[c] -= friction_torque(friction[0, c], friction[1, c], eps, qd[c])
+    if h > 0.0:
+        _residual_step(gain, h, r, p, p_last, tau_m, beta, beta_last)
+    else:
+        r[:] = 0.0
+    for c in range(n):  # element by element: a slice copy would compile numba's shape-mismatch message
+        p_last[c], beta_last[c] = p[c], beta[c]
+    if body >= 0:
+        _wrench(J, r, damping, wrench)
+    return finite(memory, state) and (body < 0 or finite(wrench.reshape(1, 6), state))
+
+
+def tip_frame(model):
+    """The default frame of the wrench, the tip of the chain: the last body of the unbranched chain from
+    the root (a gripper's fingers branch off after it), and on it the link named like a tool centre
+    point (``tcp``, ``tool``) if there is one, else the last of its links in URDF order (the furthest out)."""
+    parents = model.topology[:, PARENT]
+    body = -1
+    while True:
+        children = np.flatnonzero(parents == body)
+        if len(children) != 1:
+            break
+        body = int(children[0])
+    links = [name for name, frame in model.frames.items() if frame.body == body]
+    tools = [name for name in links if "tcp" in name.lower() or "tool" in name.lower()]
+    return (tools or links)[-1]
+
+
+def check_wrench_frame(model, frame, what="frame"):
+    """ValueError (naming ``what``) unless ``frame`` is a link some joint moves: the wrench is estimated from
+    ``r = J^T F``, and on the base (or a link fixed to it) ``J = 0``: no force there reaches a joint."""
+    found = model.frames.get(frame)
+    if found is None:
+        raise ValueError(f"{what} {frame!r} is not a link of robot {model.name!r}")
+    if found.body < 0:
+        raise ValueError(f"{what} {frame!r} is fixed to the base (no joint moves it): a wrench there reaches no "
+                         f"joint and cannot be estimated; choose a link the joints move, e.g. {tip_frame(model)!r}")
+
+
+def wrench_from_torques(model, q, frame, torques, damping=DEFAULT_DAMPING):
+    """The wrench ``[moment; force]`` at ``frame``'s origin, world-aligned axes, whose ``J^T F`` is closest
+    to ``torques`` (damped least squares, module docstring)."""
+    J = np.asarray(jacobian(model, q, frame), dtype=float)
+    wrench = np.empty(6)
+    _wrench(np.ascontiguousarray(J), np.asarray(torques, dtype=float), float(damping), wrench)
+    return wrench
+
+
+def force_from_torques(J, torques, damping=DEFAULT_DAMPING):
+    """The force ``f`` at the origin of the frame of the world-aligned Jacobian ``J`` (6, n), no moment,
+    whose ``J_v^T f`` is closest to ``torques``: ``f = (J_v J_v^T + lambda^2 I)^-1 J_v r`` with ``J_v`` the
+    linear rows.  A point contact: 3 unknowns, meaningful with 3 joints or more, where the full wrench's
+    6 unknowns are not determined by fewer than 6."""
+    linear = np.asarray(J, dtype=float)[3:]
+    return np.linalg.solve(linear @ linear.T + damping * damping * np.eye(3), linear @ np.asarray(torques, dtype=float))
+
+
+class MomentumObserver:
+    """The residual ``r`` (external joint torques, model order) and the wrench at ``frame``, sample by sample.
+
+    ``gain`` is ``K_O`` (1/s, > 0); ``frame`` a link for :attr:`wrench` (None: no wrench);
+    ``friction`` subtracts the URDF friction ``B qd + F_c tanh(qd / eps)`` (``B`` the joints' and
+    rotors' viscous damping, as the simulator applies it); ``damping`` is the pseudo-inverse's ``lambda``;
+    ``wrench`` is ``"full"`` (``[moment; force]``) or ``"force"`` (a point force at the frame's origin,
+    :func:`force_from_torques`, the moment 0).
+    Call :meth:`update` with each state, in time order; the first sample (and the first after
+    :meth:`reset`, or one older than the last) starts the observer at ``r = 0``; a repeated time is skipped.
+    """
+
+    def __init__(self, model, gain, frame=None, friction=False, friction_velocity=0.01, damping=DEFAULT_DAMPING,
+                 wrench="full"):
+        if wrench not in ("full", "force"):
+            raise ValueError(f"wrench must be 'full' or 'force', got {wrench!r}")
+        self.point_force = wrench == "force"
+        if not (math.isfinite(gain) and gain > 0):
+            raise ValueError(f"the observer gain K_O must be a positive finite number (1/s), got {gain!r}")
+        if not (math.isfinite(friction_velocity) and friction_velocity > 0):
+            raise ValueError(f"friction_velocity must be positive, got {friction_velocity!r}")
+        if frame is not None:
+            check_wrench_frame(model, frame)
+        self.model, self.gain, self.frame, self.damping = model, float(gain), frame, float(damping)
+        n = model.nv
+        self._friction = (np.array([model.viscous_damping, model.friction], dtype=float) if friction
+                          else np.zeros((2, n)))
+        self._eps = float(friction_velocity)
+        if frame is None:
+            self._body, self._point, self._pose = -1, ZERO3, np.eye(4)
+        else:
+            found = model.frames[frame]
+            self._body, self._point = int(found.body), tuple(float(x) for x in found.pose[:3, 3])
+            self._pose = np.array(found.pose)
+        self._frames = {}  # link -> (body, pose) for wrench_in
+        self._scratch = _scratch(model.topology.shape[0])
+        self._memory = np.zeros((5, n))
+        self._J, self._wrench = np.zeros((6, n)), np.full(6, np.nan)
+        self._time = None
+        self._shape = (n,)
+
+    def reset(self):
+        """Start over at the next sample (``r = 0``, ``p(0)`` taken then)."""
+        self._time = None
+        self._memory[0] = 0.0
+        self._wrench[:] = np.nan
+
+    @property
+    def last_time(self):
+        """The time of the last sample taken (s), None before one or after :meth:`reset`."""
+        return self._time
+
+    @property
+    def residual(self):
+        """The last ``r``, N m or N per coordinate (a copy)."""
+        return self._memory[0].copy()
+
+    @property
+    def wrench(self):
+        """The last wrench estimate ``[moment; force]`` at :attr:`frame` (NaN before a sample or without a frame;
+        the observer's own array, overwritten by the next sample)."""
+        return self._wrench
+
+    def frame_pose(self, link):
+        """The 4x4 pose of ``link`` in the root frame at the last sample (from that sample's pass)."""
+        found = self.model.frames[link]
+        R, o = frame_in_world(self._scratch[1], found.body, np.array(found.pose))
+        T = np.eye(4)
+        T[:3, :3], T[:3, 3] = np.reshape(R, (3, 3)), o
+        return T
+
+    def wrench_in(self, frame=None):
+        """The last wrench estimate as a ``WrenchStamped`` with ``header.frame_id = frame`` reads it: components
+        in ``frame``'s axes, moment about its origin (:func:`robot_dynamics.rigid_body.wrenches.wrench_in_frame`);
+        ``frame`` any link, default :attr:`frame` (an F/T sensor's convention).  A new array."""
+        target = self._frames.get(frame or self.frame)
+        if target is None:
+            found = self.model.frames.get(frame or self.frame)
+            if found is None:
+                raise ValueError(f"unknown frame {frame!r}: the frames are the URDF's link names")
+            # (a writable copy: the kernels take one array type, and the model's poses are read-only)
+            target = self._frames[frame or self.frame] = (found.body, np.array(found.pose))
+        out = np.empty(6)
+        wrench_seen_in(self._scratch[1], self._wrench, self._body, self._pose, target[0], target[1], out)
+        return out
+
+    @property
+    def jacobian(self):
+        """The world-aligned Jacobian of :attr:`frame` at the last sample (a copy)."""
+        return self._J.copy()
+
+    def update(self, t, q, qd, tau_m):
+        """Take the state at time ``t`` (s) with the motor torques ``tau_m`` applied since the last sample;
+        returns ``r`` (a copy).  ValueError on non-finite or mis-sized input (the observer is unchanged)."""
+        q, qd, tau_m = self._vector(q, "q"), self._vector(qd, "qd"), self._vector(tau_m, "tau_m")
+        if not math.isfinite(t):
+            raise ValueError(f"t must be finite, got {t!r}")
+        h = -1.0 if self._time is None else t - self._time
+        if h == 0.0:  # the same state again: nothing new to integrate
+            return self._memory[0].copy()
+        model = self.model
+        if not _observe(*model._kernel_arrays, model._kernel_armature, self._friction, self._eps, self.gain,
+                        self.damping, self._body, self._point, q, qd, tau_m, h, self._scratch, self._memory,
+                        self._J, self._wrench):
+            bad = [name for name, x in (("q", q), ("qd", qd), ("tau_m", tau_m)) if not np.isfinite(x).all()]
+            if not bad:
+                self.reset()
+            raise ValueError(f"{' and '.join(bad or ['the residual'])} not finite")
+        self._time = t
+        if self.point_force and self._body >= 0:
+            self._wrench[:3] = 0.0
+            self._wrench[3:] = force_from_torques(self._J, self._memory[0], self.damping)
+        return self._memory[0].copy()
+
+    def _vector(self, values, what):
+        """``values`` as a C-contiguous float64 ``(nv,)`` array, without a copy when it is one already."""
+        if (type(values) is np.ndarray and values.dtype is FLOAT64 and values.shape == self._shape
+                and values.flags.c_contiguous):
+            return values
+        vector = np.ascontiguousarray(values, dtype=float).reshape(-1)
+        if vector.shape != self._shape:
+            raise ValueError(f"{what} must have {self.model.nv} values, got {vector.shape[0]}")
+        return vector
