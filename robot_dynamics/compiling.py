@@ -72,7 +72,7 @@ def compile_parts(names=(), on_compiling=None):
 def _jobs(parts):
     """The calls that compile ``parts``: small ones, so that a cold cache shows after the first."""
     from .description import examples
-    from .control.laws import friction_torques
+    from .rigid_body.friction import DEFAULT_FRICTION_VELOCITY, friction_torques
     from .rigid_body.data import Data, compute_terms
     from .rigid_body.dynamics import bias_forces, coriolis_matrix, forward_dynamics, gravity_torques, inverse_dynamics, mass_matrix
     from .rigid_body.kinematics import frame_pose, jacobian, kinetic_energy, potential_energy
@@ -108,7 +108,7 @@ def _jobs(parts):
     jobs = [load]
     if "dynamics_node" in parts:
         jobs += [lambda: compute_terms(Data(arm[0]), q, qd),  # the node's pass per message
-                 lambda: friction_torques(arm[0].viscous_damping, arm[0].friction, 0.01, qd),
+                 lambda: friction_torques(arm[0].viscous_damping, arm[0].friction, DEFAULT_FRICTION_VELOCITY, qd),
                  lambda: gravity_torques(arm[0], q),  # (the CLI's gravity and info commands share the part)
                  observe]  # its external_torque.enabled
     if "simulator" in parts:

@@ -11,9 +11,8 @@ import pytest
 
 import robot_dynamics as rd
 from robot_dynamics.control import laws as control
-from robot_dynamics.nodes.dynamics.contact_plan import (
-    CollisionDetector, EffortTracker, Rejected, coerce_contact, compile_contact,
-)
+from robot_dynamics.control.collision import CollisionDetector
+from robot_dynamics.nodes.dynamics.contact_plan import EffortTracker, Rejected, coerce_contact, compile_contact
 from robot_dynamics.nodes.dynamics.plan import Settings, make_plan as compile_plan
 from robot_dynamics.control.observer import MomentumObserver
 from robot_dynamics.simulation.simulator import Simulator

@@ -8,6 +8,7 @@ import pytest
 
 import robot_dynamics as rd
 from robot_dynamics.control import laws as control
+from robot_dynamics.rigid_body.friction import friction_torque, friction_torques
 from robot_dynamics.simulation.simulator import Simulator
 
 
@@ -73,12 +74,12 @@ def test_friction_is_viscous_plus_smoothed_coulomb():
     damping, coulomb, eps = np.array([0.5, 0.0, 2.0]), np.array([2.0, 1.0, 0.0]), 0.01
     qd = np.array([1.0, -0.01, 0.3])
     expected = damping * qd + coulomb * np.tanh(qd / eps)
-    np.testing.assert_allclose(control.friction_torques(damping, coulomb, eps, qd), expected, rtol=1e-15)
-    assert control.friction_torque(0.5, 2.0, eps, 1.0) == pytest.approx(0.5 + 2.0 * math.tanh(100.0))
+    np.testing.assert_allclose(friction_torques(damping, coulomb, eps, qd), expected, rtol=1e-15)
+    assert friction_torque(0.5, 2.0, eps, 1.0) == pytest.approx(0.5 + 2.0 * math.tanh(100.0))
     # odd in qd, zero at rest, bounded by B |qd| + F_c, tanh(1) of F_c at qd = eps
-    assert control.friction_torque(0.5, 2.0, eps, 0.0) == 0.0
-    assert control.friction_torque(0.5, 2.0, eps, -0.2) == -control.friction_torque(0.5, 2.0, eps, 0.2)
-    assert control.friction_torque(0.0, 2.0, eps, eps) == pytest.approx(2.0 * math.tanh(1.0))
+    assert friction_torque(0.5, 2.0, eps, 0.0) == 0.0
+    assert friction_torque(0.5, 2.0, eps, -0.2) == -friction_torque(0.5, 2.0, eps, 0.2)
+    assert friction_torque(0.0, 2.0, eps, eps) == pytest.approx(2.0 * math.tanh(1.0))
 
 
 FRICTION_URDF = rd.examples.PENDULUM_URDF.replace(
@@ -92,7 +93,7 @@ def test_the_simulator_applies_the_same_friction():
     q, qd = np.array([0.2]), np.array([0.37])
     sim = Simulator(model, q=q, qd=qd, apply_damping=True, apply_friction=True, friction_velocity=0.05)
     qdd = sim.acceleration(q, qd, np.zeros(1))
-    friction = control.friction_torques(model.damping, model.friction, 0.05, qd)
+    friction = friction_torques(model.damping, model.friction, 0.05, qd)
     assert friction[0] == pytest.approx(0.3 * 0.37 + 0.8 * math.tanh(0.37 / 0.05))
     residual = rd.mass_matrix(model, q) @ qdd + rd.bias_forces(model, q, qd)
     np.testing.assert_allclose(residual, -friction, rtol=1e-10, atol=1e-12)

@@ -20,7 +20,8 @@ from robot_dynamics.nodes.dynamics import plan as dynamics_plan
 from robot_dynamics.nodes.simulator import plan as simulator_plan
 from robot_dynamics.nodes.common.parameters import Rejected
 from robot_dynamics.nodes.common.safety import STANDARD_GRAVITY, TORQUE_FACTOR, Plausibility
-from robot_dynamics.nodes.simulator.inputs import DRIVE_BANDWIDTH, Commands, drive_torques, effort_command, named_efforts
+from robot_dynamics.nodes.simulator.inputs import effort_command, named_efforts
+from robot_dynamics.simulation.drives import DRIVE_BANDWIDTH, Commands, Drives, drive_torques
 from robot_dynamics.simulation.simulator import Simulator
 
 #: docs/motors.md's elastic planar 2R
@@ -118,7 +119,7 @@ def test_the_drive_laws_close_on_the_motors_of_elastic_joints(planar):
     q, qd, theta, theta_d = np.array([0.3, -0.2]), np.array([0.5, -0.4]), np.array([0.31, -0.19]), np.array([0.1, 0.2])
     hold = np.array([0.25, -0.1])
     commands = Commands(2, hold)
-    drives = simulator_plan.Drives(model)
+    drives = Drives(model)
     w, m, g = DRIVE_BANDWIDTH, np.diag(rd.mass_matrix(model, q)), rd.gravity_torques(model, q)
     np.testing.assert_allclose(drive_torques(drives, q, qd, commands, "brake", False, (theta, theta_d, K)),
                                g - 2 * w * m * theta_d)

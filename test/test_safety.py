@@ -15,8 +15,7 @@ from robot_dynamics.nodes.common.safety import (
     ENERGY_FACTOR, MAX_DESCRIPTION_CHARS, MAX_SPEED, POSITION_MARGIN, UNLIMITED_POSITION, VELOCITY_FACTOR, Plausibility, check_outputs_finite, closest_name, cut,
     description_text,
 )
-from robot_dynamics.nodes.simulator.inputs import DRIVE_BANDWIDTH, Commands, drive_torques
-from robot_dynamics.nodes.simulator.plan import Drives
+from robot_dynamics.simulation.drives import DRIVE_BANDWIDTH, Commands, Drives, drive_torques
 from robot_dynamics.description.robots import urdf_file
 from robot_dynamics.simulation.simulator import Simulator
 

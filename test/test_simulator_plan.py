@@ -8,10 +8,11 @@ import pytest
 
 import robot_dynamics as rd
 from robot_dynamics.nodes.common.parameters import Rejected
-from robot_dynamics.nodes.simulator.inputs import Commands, effort_command, external_wrench, named_efforts
+from robot_dynamics.nodes.simulator.inputs import effort_command, external_wrench, named_efforts
+from robot_dynamics.simulation.drives import Commands
 from robot_dynamics.nodes.simulator.plan import PARAMETERS, Settings, coerce_setting, make_plan
 from robot_dynamics.description.robots import bundled_urdf
-from robot_dynamics.simulation.simulator import DEFAULT_FRICTION_VELOCITY
+from robot_dynamics.rigid_body.friction import DEFAULT_FRICTION_VELOCITY
 
 
 @pytest.fixture(scope="module")

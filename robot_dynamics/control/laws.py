@@ -25,10 +25,9 @@ torques; :func:`robot_dynamics.bias_forces`).
   (:func:`robot_dynamics.rigid_body.task_space.damped_task_inertia`: bounded near a singularity, exact away
   from one); they return the torque and that :class:`~robot_dynamics.rigid_body.task_space.TaskInertia`, whose
   ``damped`` flag is the singularity diagnostic.
-- :func:`friction_torque` / :func:`friction_torques`: ``B qd + F_c tanh(qd / eps)``, viscous
-  damping ``B`` plus Coulomb friction ``F_c`` smoothed over the velocity scale ``eps``
-  (``friction_velocity``). Compiled with numba: the simulator's compiled step calls
-  :func:`friction_torque` per joint, Python code calls :func:`friction_torques`.
+
+The joint friction law these laws may add (``compensate_friction``) is the model's own,
+:mod:`robot_dynamics.rigid_body.friction`.
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ from ..jit import njit
 from ..rigid_body.task_space import damped_task_inertia
 
 __all__ = [
-    "computed_torque", "friction_torque", "friction_torques", "joint_pd", "position_error",
+    "computed_torque", "joint_pd", "position_error",
     "operational_space_torque", "cartesian_impedance_torque", "null_space_torque", "critical_damping",
 ]
 
@@ -141,30 +140,3 @@ def cartesian_impedance_torque(J, mass_matrix, bias, error, velocity_error, stif
         damping = critical_damping(stiffness, task.inertia)
     force = stiffness * error + damping * velocity_error
     return J.T @ force + bias + null_space_torque(J, task, posture_torque), task
-
-
-@njit
-def friction_torque(damping, coulomb, friction_velocity, qd):
-    """One joint's friction ``B qd + F_c tanh(qd / eps)`` (it opposes the motion: subtract it from
-    the actuator torque to simulate, add it to a command to compensate).
-
-    ``damping`` is ``B`` (URDF ``<dynamics damping>``, N m s/rad or N s/m), ``coulomb`` is ``F_c``
-    (URDF ``<dynamics friction>``, N m or N), ``friction_velocity`` is ``eps > 0``, rad/s or m/s:
-    ``tanh`` replaces ``sign(qd)`` (reaching 76 % of ``F_c`` at ``qd = eps``) so that the law is
-    smooth and the integrators stay stable at rest.
-    """
-    return damping * qd + coulomb * math.tanh(qd / friction_velocity)
-
-
-@njit
-def friction_torques(damping, coulomb, friction_velocity, qd):
-    """:func:`friction_torque` of every joint: ``B qd + F_c tanh(qd / eps)`` for (n,) arrays
-    ``damping``, ``coulomb`` and ``qd`` (e.g. ``model.damping``, ``model.friction``).
-
-    >>> friction_torques(np.array([0.5]), np.array([2.0]), 0.01, np.array([1.0]))
-    array([2.5])
-    """
-    out = np.empty(qd.shape[0])
-    for i in range(qd.shape[0]):
-        out[i] = friction_torque(damping[i], coulomb[i], friction_velocity, qd[i])
-    return out

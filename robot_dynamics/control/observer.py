@@ -10,7 +10,7 @@ read, because ``Mdot = C + C^T`` (Spong §6.6.1, ``Mdot - 2C`` skew)::
 and the residual ``r = K_O [p - p(0) - int_0^t (tau_m + C^T qd - g - tau_f + r) ds]`` obeys
 ``rdot = K_O (tau_ext - r)``: a first-order filter of the external torque, time constant ``1/K_O``,
 that needs neither ``qdd`` nor ``M^-1``.  ``tau_m`` is the measured motor torque, ``tau_f`` the URDF
-friction (:func:`robot_dynamics.control.laws.friction_torques`, optional), rotors (armature) and
+friction (:func:`robot_dynamics.rigid_body.friction.friction_torques`, optional), rotors (armature) and
 couplings enter through ``M``, ``C`` and ``g`` of the model.
 
 ``C^T qd`` without ``C``.  It is the same for every ``C`` with ``Mdot = C + C^T`` (``C qd`` is the
@@ -61,7 +61,7 @@ import numpy as np
 
 from ..rigid_body.batches import FLOAT64, as_states, matching, unbatch
 from ..rigid_body.cholesky import cholesky_solve
-from .laws import friction_torque
+from ..rigid_body.friction import DEFAULT_FRICTION_VELOCITY, friction_torque
 from ..jit import njit
 from ..rigid_body.kernels import (
     POSE_COLUMNS, ZERO3, add_frame_jacobian, add_joint_force, finite, inertia, joint_poses, point_in_world, pose,
@@ -76,7 +76,9 @@ __all__ = ["MomentumObserver", "check_wrench_frame", "force_from_torques", "mome
            "wrench_from_torques"]
 
 
-DEFAULT_DAMPING = 1e-3
+DEFAULT_GAIN = 10.0
+"""``K_O``, 1/s: real encoders' velocity noise sets the residual at 50 (docs/contact.md)."""
+LEAST_SQUARES_DAMPING = 1e-3
 """``lambda`` of the damped pseudo-inverse (m, or dimensionless on the angular rows): far below a
 non-singular arm's smallest singular value (0.1-1), so the wrench is the least-squares one there."""
 
@@ -175,7 +177,7 @@ def _residual_step(gain, h, r, p, p_last, tau_m, beta, beta_last):
 
 
 @njit
-def _wrench(J, r, damping, wrench):
+def _wrench(J, r, least_squares_damping, wrench):
     """``F = (J J^T + lambda^2 I)^-1 J r`` into ``wrench`` (6,): the damped least-squares solution of ``J^T F = r``,
     by a Cholesky solve (``J J^T + lambda^2 I`` is positive definite)."""
     A = np.empty((6, 6))
@@ -183,12 +185,12 @@ def _wrench(J, r, damping, wrench):
         wrench[a] = np.dot(J[a], r)
         for b in range(a + 1):
             A[a, b] = A[b, a] = np.dot(J[a], J[b])
-        A[a, a] += damping * damping
+        A[a, a] += least_squares_damping * least_squares_damping
     cholesky_solve(A, wrench)
 
 
 @njit
-def _observe(topology, bodies, gravity, armature, friction, eps, gain, damping, body, point,
+def _observe(topology, bodies, gravity, armature, friction, eps, gain, least_squares_damping, body, point,
              q, qd, tau_m, h, scratch, memory, J, wrench):
     """One sample: the terms of the new state, friction, the residual step (``h > 0``; ``h < 0`` starts
     over) and the wrench.  ``memory`` rows: ``r``, ``p``, ``beta`` of the last sample (``beta`` with
@@ -210,7 +212,7 @@ def _observe(topology, bodies, gravity, armature, friction, eps, gain, damping, 
     for c in range(n):  # element by element: a slice copy would compile numba's shape-mismatch message
         p_last[c], beta_last[c] = p[c], beta[c]
     if body >= 0:
-        _wrench(J, r, damping, wrench)
+        _wrench(J, r, least_squares_damping, wrench)
     return finite(memory, state) and (body < 0 or finite(wrench.reshape(1, 6), state))
 
 
@@ -241,22 +243,23 @@ def check_wrench_frame(model, frame, what="frame"):
                          f"joint and cannot be estimated; choose a link the joints move, e.g. {tip_frame(model)!r}")
 
 
-def wrench_from_torques(model, q, frame, torques, damping=DEFAULT_DAMPING):
+def wrench_from_torques(model, q, frame, torques, least_squares_damping=LEAST_SQUARES_DAMPING):
     """The wrench ``[moment; force]`` at ``frame``'s origin, world-aligned axes, whose ``J^T F`` is closest
     to ``torques`` (damped least squares, module docstring)."""
     J = np.asarray(jacobian(model, q, frame), dtype=float)
     wrench = np.empty(6)
-    _wrench(np.ascontiguousarray(J), np.asarray(torques, dtype=float), float(damping), wrench)
+    _wrench(np.ascontiguousarray(J), np.asarray(torques, dtype=float), float(least_squares_damping), wrench)
     return wrench
 
 
-def force_from_torques(J, torques, damping=DEFAULT_DAMPING):
+def force_from_torques(J, torques, least_squares_damping=LEAST_SQUARES_DAMPING):
     """The force ``f`` at the origin of the frame of the world-aligned Jacobian ``J`` (6, n), no moment,
     whose ``J_v^T f`` is closest to ``torques``: ``f = (J_v J_v^T + lambda^2 I)^-1 J_v r`` with ``J_v`` the
     linear rows.  A point contact: 3 unknowns, meaningful with 3 joints or more, where the full wrench's
     6 unknowns are not determined by fewer than 6."""
     linear = np.asarray(J, dtype=float)[3:]
-    return np.linalg.solve(linear @ linear.T + damping * damping * np.eye(3), linear @ np.asarray(torques, dtype=float))
+    damped = linear @ linear.T + least_squares_damping**2 * np.eye(3)
+    return np.linalg.solve(damped, linear @ np.asarray(torques, dtype=float))
 
 
 class MomentumObserver:
@@ -264,15 +267,16 @@ class MomentumObserver:
 
     ``gain`` is ``K_O`` (1/s, > 0); ``frame`` a link for :attr:`wrench` (None: no wrench);
     ``friction`` subtracts the URDF friction ``B qd + F_c tanh(qd / eps)`` (``B`` the joints' and
-    rotors' viscous damping, as the simulator applies it); ``damping`` is the pseudo-inverse's ``lambda``;
+    rotors' viscous damping, as the simulator applies it); ``least_squares_damping`` is the pseudo-inverse's
+    ``lambda``;
     ``wrench`` is ``"full"`` (``[moment; force]``) or ``"force"`` (a point force at the frame's origin,
     :func:`force_from_torques`, the moment 0).
     Call :meth:`update` with each state, in time order; the first sample (and the first after
     :meth:`reset`, or one older than the last) starts the observer at ``r = 0``; a repeated time is skipped.
     """
 
-    def __init__(self, model, gain, frame=None, friction=False, friction_velocity=0.01, damping=DEFAULT_DAMPING,
-                 wrench="full"):
+    def __init__(self, model, gain, frame=None, friction=False, friction_velocity=DEFAULT_FRICTION_VELOCITY,
+                 least_squares_damping=LEAST_SQUARES_DAMPING, wrench="full"):
         if wrench not in ("full", "force"):
             raise ValueError(f"wrench must be 'full' or 'force', got {wrench!r}")
         self.point_force = wrench == "force"
@@ -282,7 +286,8 @@ class MomentumObserver:
             raise ValueError(f"friction_velocity must be positive, got {friction_velocity!r}")
         if frame is not None:
             check_wrench_frame(model, frame)
-        self.model, self.gain, self.frame, self.damping = model, float(gain), frame, float(damping)
+        self.model, self.gain, self.frame = model, float(gain), frame
+        self.least_squares_damping = float(least_squares_damping)
         n = model.nv
         self._friction = (np.array([model.viscous_damping, model.friction], dtype=float) if friction
                           else np.zeros((2, n)))
@@ -361,7 +366,7 @@ class MomentumObserver:
             return self._memory[0].copy()
         model = self.model
         if not _observe(*model._kernel_arrays, model._kernel_armature, self._friction, self._eps, self.gain,
-                        self.damping, self._body, self._point, q, qd, tau_m, h, self._scratch, self._memory,
+                        self.least_squares_damping, self._body, self._point, q, qd, tau_m, h, self._scratch, self._memory,
                         self._J, self._wrench):
             bad = [name for name, x in (("q", q), ("qd", qd), ("tau_m", tau_m)) if not np.isfinite(x).all()]
             if not bad:
@@ -370,7 +375,7 @@ class MomentumObserver:
         self._time = t
         if self.point_force and self._body >= 0:
             self._wrench[:3] = 0.0
-            self._wrench[3:] = force_from_torques(self._J, self._memory[0], self.damping)
+            self._wrench[3:] = force_from_torques(self._J, self._memory[0], self.least_squares_damping)
         return self._memory[0].copy()
 
     def _vector(self, values, what):

@@ -10,11 +10,11 @@ import numpy as np
 
 from .drive import time_stamp_notes
 from .recording import RecordingError
+from ..rigid_body.friction import DEFAULT_FRICTION_VELOCITY
 
 PLAUSIBLE_MOTION = 1e4        # rad, m, rad/s or m/s: no recorded joint position or velocity comes near
 PLAUSIBLE_EFFORT = 1e4        # times a joint's effort limit (1e6 N m or N without one): room for a units slip
 DEFAULT_CUTOFF = 10.0          # Hz, the low-pass on q and tau
-DEFAULT_FRICTION_VELOCITY = 0.01  # eps of tanh(qd / eps): the simulator's and the node's default
 FILTER_ORDER = 4
 
 

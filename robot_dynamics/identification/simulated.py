@@ -12,7 +12,8 @@ import numpy as np
 
 import robot_dynamics as rd
 from robot_dynamics.control import laws as control
-from robot_dynamics.simulation.simulator import DEFAULT_FRICTION_VELOCITY as FRICTION_VELOCITY, Simulator
+from robot_dynamics.rigid_body.friction import DEFAULT_FRICTION_VELOCITY as FRICTION_VELOCITY, friction_torques
+from robot_dynamics.simulation.simulator import Simulator
 
 DEFAULT_GAINS = (400.0, 40.0)   # kp 1/s^2, kd 1/s: critically damped at 20 rad/s
 SUBSTEPS = 4                    # simulator steps per control period (the friction's tanh is stiff)
@@ -32,12 +33,12 @@ class SimulatedRecording:
 def computed_torque(model, q, qd, desired, gains=DEFAULT_GAINS):
     """The dynamics node's computed-torque law with friction compensation (``compensate_friction``),
     from ``model``: :func:`robot_dynamics.control.laws.computed_torque` plus
-    :func:`robot_dynamics.control.laws.friction_torques`."""
+    :func:`robot_dynamics.rigid_body.friction.friction_torques`."""
     q_d, qd_d, qdd_d = desired
     kp, kd = gains
     tau = control.computed_torque(rd.mass_matrix(model, q), rd.bias_forces(model, q, qd), qdd_d,
                                   control.position_error(q_d, q), qd_d - qd, kp, kd)
-    return tau + control.friction_torques(model.viscous_damping, model.friction, FRICTION_VELOCITY, qd)
+    return tau + friction_torques(model.viscous_damping, model.friction, FRICTION_VELOCITY, qd)
 
 
 def record(robot, controller, trajectory, duration, rate=500.0, torque_noise=0.01, position_noise=1e-5, seed=0):

@@ -34,8 +34,8 @@ import numpy as np
 
 from ..jit import njit
 from .kernels import (
-    POSE_COLUMNS, composite_rigid_body, joint_motion, newton_euler_recursions, poses_of_joints, to_coordinates,
-    world_poses,
+    NO_STATE, POSE_COLUMNS, check_motion, composite_rigid_body, joint_motion, newton_euler_recursions, poses_of_joints,
+    to_coordinates, world_poses,
 )
 
 
@@ -105,9 +105,7 @@ def _terms(topology, bodies, gravities, armature, q, qd, outputs, frames, joints
     """The pass of :func:`compute_terms`: the joint map and poses once, then each asked-for output
     from them (Newton-Euler's recursions for ``g`` and ``c``, CRBA for ``M``)."""
     n = q.shape[0]
-    for i in range(n):  # a literal message: one built at run time would cost an unpickling per call
-        if not (np.isfinite(q[i]) and np.isfinite(qd[i])):
-            raise ValueError("q or qd contains NaN or inf")
+    check_motion(q.reshape(1, n), qd.reshape(1, n), NO_STATE, 0)
     poses, moving, still = frames[0], joints[0], joints[1]
     g, c, h = vectors[0], vectors[1], vectors[2]
     joint_motion(topology, bodies, q.reshape(1, n), qd.reshape(1, n), _NO_ACCELERATION, 0, moving)

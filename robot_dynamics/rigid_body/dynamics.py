@@ -18,8 +18,8 @@ import numpy as np
 from .batches import as_states, matching, unbatch
 from ..jit import inline, njit
 from .kernels import (
-    POSE_COLUMNS, add_joint_pair, check_motion, composite_rigid_body, finite, forward_state, inertia, joint_poses,
-    newton_euler, pose, store, vec, workspace, world_poses, world_twist,
+    NO_STATE, POSE_COLUMNS, add_joint_pair, check_motion, composite_rigid_body, finite, forward_state, inertia,
+    joint_poses, newton_euler, pose, store, vec, workspace, world_poses, world_twist
 )
 from .model import MASS, PARENT
 from ..spatial import add, cross, inertia_times, inertia_to_parent, motion_cross
@@ -27,7 +27,6 @@ from .wrenches import external_torques
 
 # An absent qd/qdd for gravity: a global array is a compile-time constant to numba, so gravity's
 # compiled Newton-Euler knows they are empty and drops their terms (measured faster than q[:0]).
-_NONE = np.empty((0, 0))
 
 
 # ----------------------------------------------------------------------------- batch loops
@@ -56,9 +55,8 @@ def _gravity(topology, bodies, gravity, q):
     scratch = workspace(topology.shape[0])
     tau = np.empty((count, n))
     for k in range(count):
-        if not finite(q, k):
-            raise ValueError("q contains NaN or inf")
-        newton_euler(topology, bodies, gravity, q, _NONE, _NONE, k, scratch, tau[k])
+        check_motion(q, NO_STATE, NO_STATE, k)
+        newton_euler(topology, bodies, gravity, q, NO_STATE, NO_STATE, k, scratch, tau[k])
     return tau
 
 
@@ -76,8 +74,7 @@ def _mass(topology, bodies, armature, q):
     poses, composite = np.empty((nb, POSE_COLUMNS)), np.empty((nb, 10))
     M = np.empty((count, n, n))
     for k in range(count):
-        if not finite(q, k):
-            raise ValueError("q contains NaN or inf")
+        check_motion(q, NO_STATE, NO_STATE, k)
         joint_poses(topology, bodies, q, k, poses)
         composite_rigid_body(topology, bodies, armature, poses, composite, M[k])
     return M
@@ -92,10 +89,7 @@ def _forward(topology, bodies, gravity, armature, q, qd, tau):
     M = np.empty((n, n))
     qdd = np.empty((count, n))
     for k in range(count):
-        if not finite(q, k):
-            raise ValueError("q contains NaN or inf")
-        if not finite(qd, k):
-            raise ValueError("qd contains NaN or inf")
+        check_motion(q, qd, NO_STATE, k)
         if not finite(tau, k):
             raise ValueError("tau contains NaN or inf")
         singular = forward_state(topology, bodies, gravity, armature, q, qd, k, tau[k], scratch, composite, M, qdd[k])
@@ -212,10 +206,7 @@ def _coriolis(topology, bodies, q, qd):
     C_joints = np.empty((nb, nb))
     C = np.zeros((count, n, n))
     for k in range(count):
-        if not finite(q, k):
-            raise ValueError("q contains NaN or inf")
-        if not finite(qd, k):
-            raise ValueError("qd contains NaN or inf")
+        check_motion(q, qd, NO_STATE, k)
         joint_poses(topology, bodies, q, k, poses)
         world_poses(topology, poses, world)
         for i in range(nb):

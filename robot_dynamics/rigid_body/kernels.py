@@ -84,7 +84,7 @@ def inertia(rows, i, start):
             (r[start + 4], r[start + 5], r[start + 6], r[start + 7], r[start + 8], r[start + 9]))
 
 
-@njit
+@inline
 def finite(x, k):
     """Whether state ``k`` of ``x`` is all finite (an absent ``x`` is).
 
@@ -99,6 +99,11 @@ def finite(x, k):
     for value in x[k]:
         zero += value * 0.0
     return zero == 0.0
+
+
+NO_STATE = np.empty((0, 0))
+"""An absent ``q``, ``qd`` or ``qdd`` (0 states): what :func:`check_motion` skips and a kernel passes for
+"no velocity" or "no acceleration"."""
 
 
 @inline

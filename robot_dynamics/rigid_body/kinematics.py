@@ -12,8 +12,8 @@ from .dynamics import mass_matrix
 from .batches import as_states, unbatch
 from ..jit import njit
 from .kernels import (
-    POSE_COLUMNS, add_frame_jacobian, finite, inertia, joint_poses, newton_euler, point_in_world, vec, workspace,
-    world_poses,
+    NO_STATE, POSE_COLUMNS, add_frame_jacobian, check_motion, inertia, joint_poses, newton_euler, point_in_world,
+    vec, workspace, world_poses
 )
 from .model import FIRST_MOMENT, MASS
 from ..spatial import dot, inertia_times
@@ -28,8 +28,7 @@ def _body_poses(topology, bodies, q):
     poses = np.empty((nb, POSE_COLUMNS))
     world = np.empty((q.shape[0], nb, POSE_COLUMNS))
     for k in range(q.shape[0]):
-        if not finite(q, k):
-            raise ValueError("q contains NaN or inf")
+        check_motion(q, NO_STATE, NO_STATE, k)
         joint_poses(topology, bodies, q, k, poses)
         world_poses(topology, poses, world[k])
     return world
@@ -45,8 +44,7 @@ def _world_jacobian(topology, bodies, q, body, point):
     poses, world = np.empty((nb, POSE_COLUMNS)), np.empty((nb, POSE_COLUMNS))
     J = np.zeros((count, 6, n))
     for k in range(count):
-        if not finite(q, k):
-            raise ValueError("q contains NaN or inf")
+        check_motion(q, NO_STATE, NO_STATE, k)
         if body < 0:
             continue
         joint_poses(topology, bodies, q, k, poses)
@@ -65,10 +63,7 @@ def _kinetic(topology, bodies, armature, q, qd):
     bias, no_gravity = np.empty(n), np.zeros(3)
     energy = np.zeros(count)
     for k in range(count):
-        if not finite(q, k):
-            raise ValueError("q contains NaN or inf")
-        if not finite(qd, k):
-            raise ValueError("qd contains NaN or inf")
+        check_motion(q, qd, NO_STATE, k)
         # its forward loop leaves the body twists V_i (the bias it computes is unused)
         newton_euler(topology, bodies, no_gravity, q, qd, qd[:0], k, scratch, bias)
         twists = scratch[1]

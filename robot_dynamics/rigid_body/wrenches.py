@@ -14,7 +14,10 @@ message boundary, used by the nodes and nowhere else.
 import numpy as np
 
 from ..jit import njit
-from .kernels import POSE_COLUMNS, add_joint_force, finite, jacobian_column, joint_poses, point_in_world, vec, world_poses
+from .kernels import (
+    NO_STATE, POSE_COLUMNS, add_joint_force, check_motion, jacobian_column, joint_poses, point_in_world, vec,
+    world_poses
+)
 from .kernels import pose as pose_row
 from .model import PARENT
 from ..spatial import add, compose, dot, force_to_parent, rotate, rotate_back, sub
@@ -46,8 +49,7 @@ def wrench_torques(topology, bodies, q, wrench_bodies, wrench_points, wrench_val
     poses, world = np.empty((nb, POSE_COLUMNS)), np.empty((nb, POSE_COLUMNS))
     tau = np.zeros((count, n))
     for k in range(count):
-        if not finite(q, k):
-            raise ValueError("q contains NaN or inf")
+        check_motion(q, NO_STATE, NO_STATE, k)
         joint_poses(topology, bodies, q, k, poses)
         world_poses(topology, poses, world)
         add_wrench_torques(topology, bodies, world, wrench_bodies, wrench_points, wrench_values[k], tau[k])

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..rigid_body.cholesky import cholesky_solve, cholesky_substitute
 from .contact import add_contact_torques
-from ..control.laws import friction_torque
+from ..rigid_body.friction import DEFAULT_FRICTION_VELOCITY, friction_torque
 from ..jit import inline, njit
 from ..rigid_body.kernels import forward_state, joint_poses, workspace, world_poses
 from ..rigid_body.wrenches import add_wrench_torques
@@ -35,9 +35,6 @@ from ..rigid_body.wrenches import add_wrench_torques
 
 LIMIT_OMEGA_STEP = 0.5
 """Natural frequency of the position-limit contact times the integration step (``w dt``)."""
-
-DEFAULT_FRICTION_VELOCITY = 0.01
-"""``eps`` of the smoothed Coulomb friction ``F_c tanh(qd / eps)``, rad/s or m/s."""
 
 Physics = namedtuple("Physics", [
     "topology", "bodies", "gravity",                   # the model's kernel arrays

@@ -15,7 +15,7 @@ force on the joints is::
               - F_c tanh(qd / eps)              smoothed Coulomb friction, F_c = URDF <dynamics friction>
               + tau_limit(q, qd)                stiff damped one-sided limit beyond a position limit
 
-The damping and friction terms are :func:`robot_dynamics.control.laws.friction_torque`, the law the
+The damping and friction terms are :func:`robot_dynamics.rigid_body.friction.friction_torque`, the law the
 dynamics node compensates.  Damping, friction and the limits are each switched on or off (``apply_damping``,
 ``apply_friction``, ``enforce_position_limits``, ``enforce_effort_limits``).  The *applied
 effort* reported by :attr:`Simulator.applied_effort` (and by the node in ``joint_states``) is
@@ -81,7 +81,8 @@ import numpy as np
 from ..rigid_body import kinematics as _kinematics
 from .contact import ContactModel, contact_wrenches_at
 from ..rigid_body.elastic import elastic_energy, stiffness_vector
-from .equations_of_motion import DEFAULT_FRICTION_VELOCITY, LIMIT_OMEGA_STEP, Physics
+from ..rigid_body.friction import DEFAULT_FRICTION_VELOCITY
+from .equations_of_motion import LIMIT_OMEGA_STEP, Physics
 from .integrators import BAD_COMMAND, DERIVATIVE, EULER, NON_FINITE, RK4, SEMI_IMPLICIT_EULER, step as compiled_step
 from ..rigid_body.model import given_limits
 from ..rigid_body.wrenches import wrench_arrays

@@ -5,7 +5,7 @@ In process (no ROS), with the pieces the nodes run on every message: the simulat
 and a sphere on the tool), the computed-torque law (:func:`robot_dynamics.control.laws.computed_torque`,
 the dynamics node's), the momentum observer (:class:`robot_dynamics.control.observer.MomentumObserver`, its
 ``external_torque.*``, URDF friction compensated as the simulator applies it) and the collision
-detector (:class:`robot_dynamics.nodes.dynamics.contact_plan.CollisionDetector`, its ``collision.*``) with the
+detector (:class:`robot_dynamics.control.collision.CollisionDetector`, its ``collision.*``) with the
 ``gravity`` reaction.  ``arm7_gripper`` follows, under computed torque at 1 kHz, a slow straight
 approach of its tool centre point (``arm7_tcp``) to a point beyond a wall (``WALL_AT``): the tool
 touches, the servo presses harder as the error grows, the observer's wrench estimate follows the true
@@ -86,8 +86,9 @@ def run(duration, approach_time, threshold):
     """The demo's simulation (module docstring)."""
     import robot_dynamics as rd
     from robot_dynamics.control import laws as control
+    from robot_dynamics.rigid_body.friction import friction_torques
     from robot_dynamics.simulation.contact import ContactModel
-    from robot_dynamics.nodes.dynamics.contact_plan import CollisionDetector
+    from robot_dynamics.control.collision import CollisionDetector
     from robot_dynamics.control.observer import MomentumObserver
     from robot_dynamics.description.robots import bundled_urdf
     from robot_dynamics.simulation.simulator import Simulator
@@ -111,7 +112,7 @@ def run(duration, approach_time, threshold):
         else:
             tau = control.computed_torque(rd.mass_matrix(model, sim.q), rd.bias_forces(model, sim.q, sim.qd), qdd_d[k],
                                           q_d[k] - sim.q, qd_d[k] - sim.qd, KP, KD)
-            tau += control.friction_torques(model.viscous_damping, model.friction, sim.friction_velocity, sim.qd)
+            tau += friction_torques(model.viscous_damping, model.friction, sim.friction_velocity, sim.qd)
         sim.step(tau, STEP)
         r = observer.update(sim.t, sim.q, sim.qd, sim.applied_effort)
         if detector.update(sim.t, r):

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..control.laws import friction_torques
 from ..rigid_body.dynamics import inverse_dynamics
+from ..rigid_body.friction import DEFAULT_FRICTION_VELOCITY, friction_torques
 from ..input_files import MAX_TRAJECTORY_BYTES, bag_typestore, check_bag, read_text_file, read_yaml_file, reading_bag
 
 __all__ = ["Trajectory", "TrajectoryError", "Violation", "TrajectoryCheck", "read_trajectory", "sample", "sample_times",
@@ -38,7 +38,6 @@ __all__ = ["Trajectory", "TrajectoryError", "Violation", "TrajectoryCheck", "rea
 
 JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
 DEFAULT_RATE = 1000.0  # Hz: joint_trajectory_controller's usual update rate
-DEFAULT_FRICTION_VELOCITY = 0.01  # eps of tanh(qd / eps), the simulator's and the node's default
 MAX_WAYPOINTS = 100_000  # a MoveIt plan has tens to hundreds
 MAX_DURATION = 86_400.0  # s: one day
 MAX_SAMPLES = 4_000_000  # an hour at the controller's 1 kHz; a few seconds of inverse dynamics each million

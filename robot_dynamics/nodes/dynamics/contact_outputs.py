@@ -18,7 +18,8 @@ from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 
 from ..common.contact_messages import EffortWriter, WrenchWriter
-from .contact_plan import CollisionDetector, EffortTracker, StampClocks, stamp_seconds
+from ...control.collision import CollisionDetector
+from .contact_plan import EffortTracker, StampClocks, stamp_seconds
 from ..common.parameters import Rejected
 from ..common.safety import cut
 

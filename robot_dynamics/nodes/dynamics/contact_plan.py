@@ -10,13 +10,9 @@ missing or older than ``state_timeout`` stops the outputs (and restarts the obse
 back: the torque over the gap is unknown).  Publishers stamping by different clocks stop them too
 (:class:`StampClocks`).
 
-Collision detection (``collision.thresholds``, one per output joint; empty = off): a collision starts
-when some ``|r_i|`` has stayed above its threshold for ``collision.min_duration`` (stamp time) and
-ends when every ``|r_i|`` is below ``collision.release`` times its threshold.  The release below the
-threshold (hysteresis) keeps a residual that hovers at the threshold from toggling the flag on every
-noisy sample; the minimum duration lets a single-sample glitch of the measured effort (which the
-observer passes with weight ``1 - e^(-K_O h)``, 5 % at 50 1/s and 1 kHz) through without a false
-alarm while adding at most that duration to the detection.  ``collision.reaction``: ``none``, or
+Collision detection (``collision.thresholds``, one per output joint; empty = off;
+``collision.release``, ``collision.min_duration``) is
+:class:`robot_dynamics.control.collision.CollisionDetector`'s.  ``collision.reaction``: ``none``, or
 ``gravity``: from the first collision, effort_command carries the gravity hold ``g(q)`` until
 ``~/reset_collision`` (refused while the collision lasts).
 """
@@ -28,16 +24,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...control.observer import MomentumObserver, check_wrench_frame, tip_frame
+from ...control.collision import DEFAULT_MIN_DURATION, DEFAULT_RELEASE
+from ...control.observer import DEFAULT_GAIN, MomentumObserver, check_wrench_frame, tip_frame
 from ..common.parameters import Parameter, Rejected, bounded_float, float_list, name_list, one_of
 
-__all__ = ["CONTACT_FIELDS", "CONTACT_PARAMETERS", "CONTACT_TOPICS", "REACTIONS", "CollisionDetector", "ContactPlan",
+__all__ = ["CONTACT_FIELDS", "CONTACT_PARAMETERS", "CONTACT_TOPICS", "REACTIONS", "ContactPlan",
            "EffortTracker", "StampClocks", "coerce_contact", "compile_contact"]
 
 REACTIONS = ("none", "gravity")
-DEFAULT_GAIN = 10.0  # 1/s: real encoders' velocity noise sets the residual at 50 (docs/contact.md)
-DEFAULT_RELEASE = 0.5
-DEFAULT_MIN_DURATION = 0.005
 
 #: Settings field -> default (the node's Settings carries these fields)
 CONTACT_FIELDS = {
@@ -218,42 +212,6 @@ class EffortTracker:
         parts = ([f"effort never received for {never}"] if never else []) + (
             [f"effort older than state_timeout for {stale}"] if stale else [])
         return "; ".join(parts)
-
-
-class CollisionDetector:
-    """Thresholds with a minimum duration and hysteresis (module docstring); times are stamp seconds."""
-
-    def __init__(self, thresholds: np.ndarray, release: float, min_duration: float):
-        self.thresholds, self.release, self.min_duration = thresholds, release, min_duration
-        self.active = False
-        self.peak = np.zeros(len(thresholds))   # the largest |r| of the current (or last) collision
-        self.joints: list = []                  # indices of the joints over their threshold when it started
-        self._since = None                      # when a threshold was first exceeded (not yet a collision)
-
-    def update(self, t: float, residual: np.ndarray) -> bool | None:
-        """Take ``r`` (output order) at stamp ``t``; returns True/False when the flag changes, else None."""
-        size = np.abs(residual)
-        over = size > self.thresholds
-        if self.active:
-            np.maximum(self.peak, size, out=self.peak)
-            if (size < self.release * self.thresholds).all():
-                self.active = False
-                return False
-            return None
-        if not over.any():
-            self._since = None
-            return None
-        if self._since is None or t < self._since:
-            self._since = t
-        if t - self._since + 1e-9 < self.min_duration:
-            return None
-        self.active, self._since = True, None
-        self.peak = size.copy()
-        self.joints = [int(i) for i in np.flatnonzero(over)]
-        return True
-
-    def reset(self) -> None:
-        self.active, self._since = False, None
 
 
 class StampClocks:

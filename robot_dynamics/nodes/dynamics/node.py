@@ -16,7 +16,7 @@ the joint poses once, then of ``g`` (gravity), ``h`` (bias) and ``M`` only those
 output is needed when someone subscribes to it (asked of rclpy per message) and the settings publish
 it; ``effort_command`` needs what ``command_source`` names, and its gravity hold ``g``. The computed
 torques are :func:`robot_dynamics.control.laws.computed_torque` of that ``M`` and ``h`` (plus
-:func:`robot_dynamics.control.laws.friction_torques` with ``compensate_friction``); every output is stamped
+:func:`robot_dynamics.rigid_body.friction.friction_torques` with ``compensate_friction``); every output is stamped
 with the message's stamp. Nothing is published from a state with a joint older than
 ``state_timeout``, from a rejected (non-finite, wrong-length, duplicate-name) message, or from a
 desired input older than ``desired_timeout``; every output is checked (finite and plausible) and
@@ -44,6 +44,7 @@ from trajectory_msgs.msg import JointTrajectory
 import robot_dynamics as rd
 from robot_dynamics.control import laws as control
 from robot_dynamics.rigid_body.data import BIAS, GRAVITY, MASS, WORLD, compute_terms
+from robot_dynamics.rigid_body.friction import friction_torques
 
 from ..common.base import DIAGNOSTICS_PERIOD, RobotNode
 from ..common.cdr import JointStateWriter
@@ -278,7 +279,7 @@ class DynamicsNode(RobotNode):
         with np.errstate(all="ignore"):  # (huge but finite desired inputs overflow: checked just below)
             tau = control.computed_torque(M, h, qdd_d, e, ed, plan.kp, plan.kd)
             if s.compensate_friction:
-                tau += control.friction_torques(plan.model.viscous_damping, plan.model.friction, s.friction_velocity, qd)
+                tau += friction_torques(plan.model.viscous_damping, plan.model.friction, s.friction_velocity, qd)
         refusal = self._refusal("computed_torques", tau, now, (("mass matrix", M), ("bias torques", h)))
         if not refusal:
             if heard:
@@ -299,7 +300,7 @@ class DynamicsNode(RobotNode):
         if tau is not None and plan.settings.compensate_friction:
             s = plan.settings
             with np.errstate(all="ignore"):
-                tau = tau + control.friction_torques(plan.model.viscous_damping, plan.model.friction,
+                tau = tau + friction_torques(plan.model.viscous_damping, plan.model.friction,
                                                      s.friction_velocity, qd)
         refusal = "" if tau is None else self._refusal("computed_torques (task space)", tau, now)
         if tau is not None and not refusal:

@@ -57,7 +57,8 @@ from ..common.description import steady_timer
 from ..common.parameters import Rejected
 from ..common.safety import cut
 from .contact import contact_wrench_messages, plausible_wrenches
-from .inputs import Commands, drive_torques, effort_command, external_wrench, named_efforts
+from ...simulation.drives import Commands, drive_torques
+from .inputs import effort_command, external_wrench, named_efforts
 from .plan import PARAMETERS, Plan, Settings, coerce_setting, make_plan, configure
 
 #: joint_states, /clock: reliable publishers match reliable and best-effort subscribers.

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...rigid_body.data import Data
 from ...rigid_body.elastic import links_only, stiffness_vector
-from ...rigid_body.model import RobotModel, given_limits
-from ...simulation.simulator import DEFAULT_FRICTION_VELOCITY, INTEGRATORS, Simulator
+from ...rigid_body.model import RobotModel
+from ...rigid_body.friction import DEFAULT_FRICTION_VELOCITY
+from ...simulation.drives import DRIVE_BANDWIDTH, ON_COMMAND_TIMEOUT, Drives
+from ...simulation.simulator import INTEGRATORS, Simulator
 from ..common.parameters import (
     MOTOR_PARAMETERS, Parameter, bounded_float, float_list, motor_values, name_list, one_of, require_joints,
     with_armature,
@@ -24,14 +25,10 @@ from ..common.parameters import (
 from ..common.safety import Plausibility, check_gravity, check_outputs_finite, check_outputs_plausible, reference_state
 from .contact import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, contact_model
 
-__all__ = ["DRIVE_BANDWIDTH", "ON_COMMAND_TIMEOUT", "PARAMETERS", "SERVICES", "STEP_ANGLE", "TOPICS", "Plan", "Settings",
+__all__ = ["PARAMETERS", "SERVICES", "STEP_ANGLE", "TOPICS", "Plan", "Settings",
            "coerce_setting", "configure", "fastest_rate", "make_plan"]
 
 
-#: what a joint's drive does once its command went stale
-ON_COMMAND_TIMEOUT = ("zero_torque", "brake", "hold_position")
-#: bandwidth of the drives' own brake, hold and velocity-limit loops, rad/s (5 Hz)
-DRIVE_BANDWIDTH = 2 * math.pi * 5.0
 #: largest ``rate * dt`` of the fastest dynamics a physics step is trusted with (:func:`fastest_rate`):
 #: rk4 stays stable on an oscillation up to 2.8, the drives' loops (their torque held over a step) up to 2
 STEP_ANGLE = 1.0
@@ -171,17 +168,6 @@ def coerce_setting(name: str, value):
     return value
 
 
-class Drives:
-    """What :func:`~robot_dynamics.nodes.simulator.inputs.drive_torques` reads besides the state, made once per model (a plan's): the velocity
-    limits (inf where the URDF gives none), a mask of no joints, and the workspace of the pass that
-    gives ``g`` and ``M`` when a drive takes over."""
-
-    def __init__(self, model):
-        self.velocity_limit = given_limits(model.velocity_limits)
-        self.none = np.zeros(model.nv, dtype=bool)
-        self.data = Data(model)
-
-
 @dataclass(frozen=True, eq=False)
 class Plan:
     """The parameters applied to one parsed model: everything the node's hot path needs."""
@@ -201,7 +187,7 @@ class Plan:
     contact: object            # robot_dynamics.simulation.contact.ContactModel (empty: nothing touches)
     plausibility: Plausibility  # what a published state must pass (the dynamics node's rule for its inputs)
     notes: tuple               # warnings worth logging once (e.g. an initial position beyond a limit)
-    drives: Drives             # what the drives read besides the state (nodes.simulator_inputs.drive_torques)
+    drives: Drives             # what the drives read besides the state (robot_dynamics.simulation.drives.drive_torques)
 
     def joint_state(self, q, qd, effort):
         """``(position, velocity, effort)`` in :attr:`state_names` order: the coordinates', then each
