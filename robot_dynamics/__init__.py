@@ -14,7 +14,7 @@ import importlib
 #: the public names and the module of each
 _PUBLIC = {
     "RobotModel": "rigid_body.model", "URDFError": "description.urdf", "load_urdf": "description.urdf",
-    **dict.fromkeys(("Data", "compute_terms", "GRAVITY", "BIAS", "MASS", "WORLD"), "rigid_body.data"),
+    **dict.fromkeys(("Data", "compute_terms", "GRAVITY", "BIAS", "MASS", "WORLD", "MOMENTUM"), "rigid_body.data"),
     **dict.fromkeys(("inverse_dynamics", "gravity_torques", "bias_forces", "mass_matrix", "coriolis_matrix",
                      "forward_dynamics"), "rigid_body.dynamics"),
     **dict.fromkeys(("frame_pose", "jacobian", "kinetic_energy", "potential_energy", "operational_space_inertia"),

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
+from robot_dynamics.rigid_body.data import frame_jacobian
 
 import robot_files as rf  # noqa: E402
 from test_couplings import coupled_gripper  # noqa: E402
 
-ALL = rd.GRAVITY | rd.BIAS | rd.MASS | rd.WORLD
+ALL = rd.GRAVITY | rd.BIAS | rd.MASS | rd.WORLD | rd.MOMENTUM
 
 
 def tree(seed):
@@ -39,8 +40,15 @@ def test_the_pass_equals_the_public_functions(model):
         np.testing.assert_allclose(data.h, rd.bias_forces(model, q, qd), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(data.c, rd.bias_forces(model.with_gravity([0, 0, 0]), q, qd), atol=1e-12)
         np.testing.assert_allclose(data.M, rd.mass_matrix(model, q), rtol=1e-12, atol=1e-12)
+        # the observer's terms: p = M qd, and C^T qd - g with C the Christoffel C (Mdot = C + C^T)
+        np.testing.assert_allclose(data.p, rd.mass_matrix(model, q) @ qd, rtol=1e-12, atol=1e-12)
+        C = rd.christoffel_coriolis_matrix(model, q, qd) if model.nv <= 8 else rd.coriolis_matrix(model, q, qd)
+        np.testing.assert_allclose(data.beta, C.T @ qd - rd.gravity_torques(model, q), rtol=1e-9, atol=1e-9)
         for link, frame in model.frames.items():
             if frame.body >= 0:
+                J = np.zeros((6, model.nv))
+                frame_jacobian(*model._kernel_arrays[:2], data.world, frame.body, tuple(frame.pose[:3, 3]), J)
+                np.testing.assert_allclose(J, rd.jacobian(model, q, link), atol=1e-12)
                 T = data.world[frame.body]
                 world = np.eye(4)
                 world[:3, :3], world[:3, 3] = T[:9].reshape(3, 3), T[9:]
@@ -76,12 +84,16 @@ def test_only_the_outputs_asked_for_are_computed():
     rd.compute_terms(data, q, qd, rd.GRAVITY)
     np.testing.assert_allclose(data.g, rd.gravity_torques(model, q), atol=1e-12)
     assert not data.M.any() and not data.h.any() and not data.world.any() and not data.twists.any()
+    assert not data.p.any() and not data.beta.any()
     rd.compute_terms(data, q, qd, rd.MASS)
     np.testing.assert_allclose(data.M, rd.mass_matrix(model, q), atol=1e-12)
     assert not data.h.any()
     rd.compute_terms(data, q, None, rd.BIAS)  # no qd: at rest, h = g
     np.testing.assert_allclose(data.h, rd.gravity_torques(model, q), atol=1e-12)
     assert not data.c.any()
+    rd.compute_terms(data, q, qd, rd.MOMENTUM)  # implies the gravity and bias passes it builds on
+    np.testing.assert_allclose(data.p, rd.mass_matrix(model, q) @ qd, atol=1e-12)
+    np.testing.assert_allclose(data.h, rd.bias_forces(model, q, qd), atol=1e-12)
 
 
 def test_a_pass_allocates_nothing():

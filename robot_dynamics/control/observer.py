@@ -19,23 +19,24 @@ cancel: ``(C^T qd)_j = 1/2 qd^T (dM/dq_j) qd = dT/dq_j``, the kinetic energy's g
 coordinates, moving joint ``j`` by ``dq`` turns the subtree of ``j`` about the world screw ``S_j``:
 its twists change by ``[ad_{S_j}] (V_i - V_j) dq`` and its inertias by ``-(ad^T I + I ad) dq``, so
 ``dT/dq_j = (V_j x S_j)^T sum_{i in subtree(j)} I_i V_i = Sdot_j^T h_j``, with ``h_j`` the subtree's
-spatial momentum.  The same sums give ``p_j = S_j^T h_j`` and ``g_j = S_j^T sum I_i (0, -g)``: one pass
-over the bodies (:func:`_momentum_terms`), no matrix, and on the coordinates ``E^T`` of the joints'
-(``q_joints = E q + o``) plus the rotors' ``armature qd`` in ``p``.
+spatial momentum.  The same sums give ``p_j = S_j^T h_j``: one backward sweep over the bodies after the
+bias pass of :func:`robot_dynamics.compute_terms` (its ``MOMENTUM`` output, the same pass that gives
+``g``, ``h``, ``M`` and the frame's Jacobian to the node), no matrix, and on the coordinates ``E^T`` of
+the joints' (``q_joints = E q + o``) plus the rotors' ``armature qd`` in ``p``.
 
 Discrete time, at an irregular rate.  Write ``w(t) = p - int (tau_m + beta) ds`` with
 ``beta = C^T qd - g - tau_f``, so that ``rdot = K_O (wdot - r)``.  Over a sample interval
-``[t_k, t_k+1]`` of length ``h``, with ``wdot`` held at its mean ``(w_k+1 - w_k) / h`` (exact when
+``[t_k, t_k+1]`` of length ``dt``, with ``wdot`` held at its mean ``(w_k+1 - w_k) / dt`` (exact when
 ``tau_ext`` is constant over the interval), the exact solution is::
 
-    r_k+1 = e^(-K_O h) r_k + (1 - e^(-K_O h)) [p_k+1 - p_k - h (tau_m,k+1 + (beta_k + beta_k+1) / 2)] / h
+    r_k+1 = e^(-K_O dt) r_k + (1 - e^(-K_O dt)) [p_k+1 - p_k - dt (tau_m,k+1 + (beta_k + beta_k+1) / 2)] / dt
 
-``beta`` depends on the state and is integrated by the trapezoidal rule (error ``h^3 beta''/12``
-per interval, so ``r`` is off by about ``h^2 beta''/12``: 1e-5 N m for a Panda swinging freely at
+``beta`` depends on the state and is integrated by the trapezoidal rule (error ``dt^3 beta''/12``
+per interval, so ``r`` is off by about ``dt^2 beta''/12``: 1e-5 N m for a Panda swinging freely at
 1 kHz); the motor torque is held over the interval at the value that arrives with its end (the
 effort a sampled drive, or the simulator, reports with a state is the one it applied since the
-previous one; a torque sensor's sample taken at the end of the interval errs by ``h tau_m'/2``).
-Unlike the forward-Euler form ``r += K_O h (...)``, which diverges when ``K_O h > 2``, this form is
+previous one; a torque sensor's sample taken at the end of the interval errs by ``dt tau_m'/2``).
+Unlike the forward-Euler form ``r += K_O dt (...)``, which diverges when ``K_O dt > 2``, this form is
 stable for any gain and any gap, and it does not drift: errors are filtered, never integrated.
 
 The wrench at a frame: ``r = J^T F`` with ``J`` the world-aligned Jacobian of the frame's origin
@@ -63,19 +64,19 @@ from ..rigid_body.batches import FLOAT64, as_states, matching, unbatch
 from ..rigid_body.cholesky import cholesky_solve
 from ..rigid_body.friction import DEFAULT_FRICTION_VELOCITY, friction_torque
 from ..jit import njit
-from ..rigid_body.kernels import (
-    POSE_COLUMNS, ZERO3, add_frame_jacobian, add_joint_force, finite, inertia, joint_poses, point_in_world, pose,
-    store, vec, world_poses, world_twist,
-)
+from ..rigid_body.data import BIAS, GRAVITY, MOMENTUM, WORLD, Data, compute_terms, frame_jacobian
+from ..rigid_body.kernels import ZERO3, finite
 from ..rigid_body.kinematics import jacobian
-from ..rigid_body.model import MASS, PARENT
-from ..spatial import dot, inertia_times, inertia_to_parent, motion_cross
+from ..rigid_body.model import PARENT
 from ..rigid_body.wrenches import frame_in_world, wrench_seen_in
 
 __all__ = ["MomentumObserver", "check_wrench_frame", "force_from_torques", "momentum_terms", "tip_frame",
            "wrench_from_torques"]
 
 
+OBSERVER_TERMS = GRAVITY | BIAS | MOMENTUM | WORLD
+"""The outputs of :func:`robot_dynamics.compute_terms` a sample needs: ``p``, ``C^T qd - g`` and the world
+poses (for the frame's Jacobian and :meth:`MomentumObserver.wrench_in`)."""
 DEFAULT_GAIN = 10.0
 """``K_O``, 1/s: real encoders' velocity noise sets the residual at 50 (docs/contact.md)."""
 LEAST_SQUARES_DAMPING = 1e-3
@@ -83,71 +84,12 @@ LEAST_SQUARES_DAMPING = 1e-3
 non-singular arm's smallest singular value (0.1-1), so the wrench is the least-squares one there."""
 
 
-# ----------------------------------------------------------------------------- the one pass
-
-@njit
-def _momentum_terms(topology, bodies, gravity, armature, q, qd, k, scratch, p, beta, body, point, J):
-    """``p = M qd``, ``beta = C^T qd - g`` of state ``k`` (module docstring) and, if ``body >= 0``, the
-    world-aligned Jacobian of ``point`` on ``body`` into ``J`` (6, n), in one pass over the bodies."""
-    poses, world, twists, screws, momenta = scratch
-    nb = topology.shape[0]
-    joint_poses(topology, bodies, q, k, poses)
-    world_poses(topology, poses, world)
-    weight = (-gravity[0], -gravity[1], -gravity[2])  # the base acceleration (0, -g) that gravity amounts to
-    for i in range(nb):
-        R, origin = pose(world, i)
-        (w, u), (omega, v) = world_twist(topology, bodies, world, qd, k, i, twists)  # S_i, V_i about the world origin
-        store(screws, i, 0, w)
-        store(screws, i, 3, u)
-        mass, mc, Ibar = inertia(bodies, i, MASS)
-        mc, Ibar = inertia_to_parent(mass, mc, Ibar, R, origin)  # about the world origin
-        angular, linear = inertia_times(mass, mc, Ibar, omega, v)  # I_i V_i
-        store(momenta, i, 0, angular)
-        store(momenta, i, 3, linear)
-        angular, linear = inertia_times(mass, mc, Ibar, ZERO3, weight)  # I_i (0, -g)
-        store(momenta, i, 6, angular)
-        store(momenta, i, 9, linear)
-    for i in range(nb - 1, -1, -1):  # subtree sums, leaves first
-        parent = topology[i, PARENT]
-        if parent >= 0:
-            for c in range(12):
-                momenta[parent, c] += momenta[i, c]
-    p[:] = 0.0
-    beta[:] = 0.0
-    for i in range(nb):
-        w, u = vec(screws, i, 0), vec(screws, i, 3)
-        h_angular, h_linear = vec(momenta, i, 0), vec(momenta, i, 3)
-        rate_w, rate_u = motion_cross(vec(twists, i, 0), vec(twists, i, 3), w, u)  # Sdot_i = V_i x S_i
-        holding = dot(w, vec(momenta, i, 6)) + dot(u, vec(momenta, i, 9))
-        add_joint_force(topology, bodies, i, dot(w, h_angular) + dot(u, h_linear), p)
-        add_joint_force(topology, bodies, i, dot(rate_w, h_angular) + dot(rate_u, h_linear) - holding, beta)
-    for c in range(p.shape[0]):
-        p[c] += armature[c] * qd[k, c]
-    if body >= 0:
-        J[:] = 0.0
-        add_frame_jacobian(topology, bodies, world, body, point_in_world(world, body, point), J)
-
-
-@njit
-def _scratch(nb):
-    """Scratch of :func:`_momentum_terms`: joint and world poses, twists, screws, momenta (``I V``, ``I (0, -g)``)."""
-    return (np.empty((nb, POSE_COLUMNS)), np.empty((nb, POSE_COLUMNS)), np.empty((nb, 6)), np.empty((nb, 6)),
-            np.empty((nb, 12)))
-
-
-@njit
-def _batch_terms(topology, bodies, gravity, armature, q, qd):
-    count, n = q.shape
-    scratch = _scratch(topology.shape[0])
-    p, beta, J = np.empty((count, n)), np.empty((count, n)), np.empty((6, n))
-    for k in range(count):
-        _momentum_terms(topology, bodies, gravity, armature, q, qd, k, scratch, p[k], beta[k], -1, ZERO3, J)
-    return p, beta
-
+# ----------------------------------------------------------------------------- the terms
 
 def momentum_terms(model, q, qd):
     """``(p, C^T qd - g)``: the generalized momentum ``M(q) qd`` and the state's part of ``pdot`` without
-    friction (module docstring), by one pass over the bodies; arrays of shape ``(..., n)``.
+    friction (module docstring), by the ``MOMENTUM`` pass of :func:`robot_dynamics.compute_terms` per state;
+    arrays of shape ``(..., n)``.
 
     >>> import numpy as np, robot_dynamics as rd
     >>> arm = rd.load_urdf(rd.examples.TWO_LINK_URDF)
@@ -159,20 +101,22 @@ def momentum_terms(model, q, qd):
     """
     q, batch = as_states(model, q, "q")
     qd = matching(model, qd, "qd", batch)
-    if not (np.isfinite(q).all() and np.isfinite(qd).all()):
-        raise ValueError("q and qd must be finite")
-    p, beta = _batch_terms(*model._kernel_arrays, model._kernel_armature, q, qd)
+    data = Data(model)
+    p, beta = np.empty(q.shape), np.empty(q.shape)
+    for k in range(q.shape[0]):  # (a convenience for checks and plots: the observer itself runs one state)
+        compute_terms(data, q[k], qd[k], MOMENTUM)
+        p[k], beta[k] = data.p, data.beta
     return unbatch(p, batch), unbatch(beta, batch)
 
 
 # ----------------------------------------------------------------------------- one sample
 
 @njit
-def _residual_step(gain, h, r, p, p_last, tau_m, beta, beta_last):
-    """``r <- e^(-K_O h) r + (1 - e^(-K_O h)) [p - p_last - h (tau_m + (beta + beta_last)/2)] / h`` (module docstring)."""
-    decay = math.exp(-gain * h)
+def _residual_step(gain, dt, r, p, p_last, tau_m, beta, beta_last):
+    """``r <- e^(-K_O dt) r + (1 - e^(-K_O dt)) [p - p_last - dt (tau_m + (beta + beta_last)/2)] / dt`` (module docstring)."""
+    decay = math.exp(-gain * dt)
     for c in range(r.shape[0]):
-        mean = (p[c] - p_last[c]) / h - tau_m[c] - 0.5 * (beta[c] + beta_last[c])
+        mean = (p[c] - p_last[c]) / dt - tau_m[c] - 0.5 * (beta[c] + beta_last[c])
         r[c] = decay * r[c] + (1.0 - decay) * mean
 
 
@@ -190,28 +134,28 @@ def _wrench(J, r, least_squares_damping, wrench):
 
 
 @njit
-def _observe(topology, bodies, gravity, armature, friction, eps, gain, least_squares_damping, body, point,
-             q, qd, tau_m, h, scratch, memory, J, wrench):
-    """One sample: the terms of the new state, friction, the residual step (``h > 0``; ``h < 0`` starts
-    over) and the wrench.  ``memory`` rows: ``r``, ``p``, ``beta`` of the last sample (``beta`` with
-    friction), and room for the new ``p`` and ``beta``.  Returns False, changing nothing, if ``q``, ``qd`` or ``tau_m`` is not finite, and False
-    after the step if ``r`` or the wrench is not (an overflow: the caller starts over)."""
-    n = q.shape[0]
-    q_row, qd_row, tau_row = q.reshape(1, n), qd.reshape(1, n), tau_m.reshape(1, n)
+def _observe(topology, bodies, friction, eps, gain, least_squares_damping, body, point, qd, tau_m, dt, p, beta_state,
+             world, memory, J, wrench):
+    """One sample from the terms of the new state (``p``, ``beta_state = C^T qd - g`` and the ``world``
+    poses of its pass): friction, the residual step (``dt > 0``; ``dt < 0`` starts over) and the wrench.
+    ``memory`` rows: ``r``, ``p``, ``beta`` of the last sample (``beta`` with friction).  Returns False,
+    changing nothing, if ``tau_m`` is not finite, and False after the step if ``r`` or the wrench is not
+    (an overflow: the caller starts over)."""
+    n = qd.shape[0]
     state = n - n  # the only state, 0, as a variable: a literal 0 would compile second copies of the kernels
-    if not (finite(q_row, state) and finite(qd_row, state) and finite(tau_row, state)):
+    if not finite(tau_m.reshape(1, n), state):
         return False
-    r, p_last, beta_last, p, beta = memory[0], memory[1], memory[2], memory[3], memory[4]
-    _momentum_terms(topology, bodies, gravity, armature, q_row, qd_row, state, scratch, p, beta, body, point, J)
+    r, p_last, beta_last, beta = memory[0], memory[1], memory[2], memory[3]
     for c in range(n):
-        beta[c] -= friction_torque(friction[0, c], friction[1, c], eps, qd[c])
-    if h > 0.0:
-        _residual_step(gain, h, r, p, p_last, tau_m, beta, beta_last)
+        beta[c] = beta_state[c] - friction_torque(friction[0, c], friction[1, c], eps, qd[c])
+    if dt > 0.0:
+        _residual_step(gain, dt, r, p, p_last, tau_m, beta, beta_last)
     else:
         r[:] = 0.0
     for c in range(n):  # element by element: a slice copy would compile numba's shape-mismatch message
         p_last[c], beta_last[c] = p[c], beta[c]
     if body >= 0:
+        frame_jacobian(topology, bodies, world, body, point, J)
         _wrench(J, r, least_squares_damping, wrench)
     return finite(memory, state) and (body < 0 or finite(wrench.reshape(1, 6), state))
 
@@ -299,8 +243,9 @@ class MomentumObserver:
             self._body, self._point = int(found.body), tuple(float(x) for x in found.pose[:3, 3])
             self._pose = np.array(found.pose)
         self._frames = {}  # link -> (body, pose) for wrench_in
-        self._scratch = _scratch(model.topology.shape[0])
-        self._memory = np.zeros((5, n))
+        self._data = Data(model)  # its own pass when the caller has none for the state
+        self._world = self._data.world  # the world poses of the last sample's pass
+        self._memory = np.zeros((4, n))
         self._J, self._wrench = np.zeros((6, n)), np.full(6, np.nan)
         self._time = None
         self._shape = (n,)
@@ -330,7 +275,7 @@ class MomentumObserver:
     def frame_pose(self, link):
         """The 4x4 pose of ``link`` in the root frame at the last sample (from that sample's pass)."""
         found = self.model.frames[link]
-        R, o = frame_in_world(self._scratch[1], found.body, np.array(found.pose))
+        R, o = frame_in_world(self._world, found.body, np.array(found.pose))
         T = np.eye(4)
         T[:3, :3], T[:3, 3] = np.reshape(R, (3, 3)), o
         return T
@@ -347,7 +292,7 @@ class MomentumObserver:
             # (a writable copy: the kernels take one array type, and the model's poses are read-only)
             target = self._frames[frame or self.frame] = (found.body, np.array(found.pose))
         out = np.empty(6)
-        wrench_seen_in(self._scratch[1], self._wrench, self._body, self._pose, target[0], target[1], out)
+        wrench_seen_in(self._world, self._wrench, self._body, self._pose, target[0], target[1], out)
         return out
 
     @property
@@ -355,23 +300,32 @@ class MomentumObserver:
         """The world-aligned Jacobian of :attr:`frame` at the last sample (a copy)."""
         return self._J.copy()
 
-    def update(self, t, q, qd, tau_m):
+    def update(self, t, q, qd, tau_m, data=None):
         """Take the state at time ``t`` (s) with the motor torques ``tau_m`` applied since the last sample;
-        returns ``r`` (a copy).  ValueError on non-finite or mis-sized input (the observer is unchanged)."""
+        returns ``r`` (a copy).  ValueError on non-finite or mis-sized input (the observer is unchanged).
+
+        ``data``: a :class:`robot_dynamics.Data` of this observer's model that
+        :func:`robot_dynamics.compute_terms` just filled for ``(q, qd)`` with :data:`OBSERVER_TERMS` (the
+        dynamics node's one pass per message); None: the observer makes that pass itself."""
         q, qd, tau_m = self._vector(q, "q"), self._vector(qd, "qd"), self._vector(tau_m, "tau_m")
         if not math.isfinite(t):
             raise ValueError(f"t must be finite, got {t!r}")
-        h = -1.0 if self._time is None else t - self._time
-        if h == 0.0:  # the same state again: nothing new to integrate
+        dt = -1.0 if self._time is None else t - self._time
+        if dt == 0.0:  # the same state again: nothing new to integrate
             return self._memory[0].copy()
+        bad = [name for name, x in (("q", q), ("qd", qd), ("tau_m", tau_m)) if not np.isfinite(x).all()]
+        if bad:
+            raise ValueError(f"{' and '.join(bad)} not finite")
+        if data is None or data.model is not self.model:
+            data = self._data
+            compute_terms(data, q, qd, OBSERVER_TERMS)
+        self._world = data.world
         model = self.model
-        if not _observe(*model._kernel_arrays, model._kernel_armature, self._friction, self._eps, self.gain,
-                        self.least_squares_damping, self._body, self._point, q, qd, tau_m, h, self._scratch, self._memory,
+        if not _observe(*model._kernel_arrays[:2], self._friction, self._eps, self.gain, self.least_squares_damping,
+                        self._body, self._point, qd, tau_m, dt, data.p, data.beta, data.world, self._memory,
                         self._J, self._wrench):
-            bad = [name for name, x in (("q", q), ("qd", qd), ("tau_m", tau_m)) if not np.isfinite(x).all()]
-            if not bad:
-                self.reset()
-            raise ValueError(f"{' and '.join(bad or ['the residual'])} not finite")
+            self.reset()
+            raise ValueError("the residual not finite")
         self._time = t
         if self.point_force and self._body >= 0:
             self._wrench[:3] = 0.0

@@ -27,6 +27,7 @@ import numpy as np
 from .dynamics import bias_forces, mass_matrix
 from ..jit import njit
 from .batches import as_states, matching, unbatch
+from .data import frame_jacobian
 from .kernels import POSE_COLUMNS, check_motion, newton_euler, pose, store, vec, workspace, world_poses
 from .kinematics import REFERENCES, _frame, frame_pose, jacobian
 from ..spatial import compose, motion_to_child
@@ -285,12 +286,13 @@ def frame_state(model, q, qd, frame):
 
 def frame_state_from_data(data, q, frame):
     """:class:`FrameState` from a :class:`robot_dynamics.Data` that :func:`robot_dynamics.compute_terms`
-    filled for ``q`` with ``BIAS | WORLD``: the body's world pose, twist ``V_b`` and ``Jdot_b qd`` (the
-    pass's accelerations at ``qdd = 0`` without gravity) moved to the frame, as :func:`frame_state` but
-    without a pass of its own (eqs. 9.91-9.92)."""
+    filled for ``q`` with ``BIAS | WORLD``: the Jacobian from the pass's world poses, the body's world
+    pose, twist ``V_b`` and ``Jdot_b qd`` (the pass's accelerations at ``qdd = 0`` without gravity) moved
+    to the frame, as :func:`frame_state` but without a pass of its own (eqs. 9.91-9.92)."""
     model = data.model
     target = _frame(model, frame)
-    J = jacobian(model, q, frame)
+    J = np.zeros((6, model.nv))
+    frame_jacobian(*model._kernel_arrays[:2], data.world, target.body, tuple(target.pose[:3, 3]), J)
     if target.body < 0:
         return FrameState(target.pose.copy(), J, np.zeros(6), np.zeros(6))
     row = data.world[target.body]

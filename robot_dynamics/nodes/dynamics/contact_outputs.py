@@ -19,6 +19,7 @@ from std_srvs.srv import Trigger
 
 from ..common.contact_messages import EffortWriter, WrenchWriter
 from ...control.collision import CollisionDetector
+from ...control.observer import OBSERVER_TERMS
 from .contact_plan import EffortTracker, StampClocks, stamp_seconds
 from ..common.parameters import Rejected
 from ..common.safety import cut
@@ -35,7 +36,7 @@ class ContactOutputs:
 
     def __init__(self, node):
         self.node = node
-        self.plan = None  # the ContactPlan in use (None: off)
+        self.contact = None  # the ContactPlan in use (None: off); the node's Plan is what methods take as plan
         self._publishers = None
         self._observer = self._efforts = self._detector = None
         self._state = None
@@ -50,7 +51,7 @@ class ContactOutputs:
     # --- configuration -------------------------------------------------------------------------------
     def install(self, plan) -> None:
         contact = plan.contact
-        self.plan, self._node_plan = contact, plan
+        self.contact, self._node_plan = contact, plan
         if contact is None:
             self._observer = self._detector = None
             return
@@ -81,7 +82,7 @@ class ContactOutputs:
     # --- per message -----------------------------------------------------------------------------------
     def take_efforts(self, names, effort, stamp, now: int) -> None:
         """A joint_states message's efforts, and its stamp's clock (every message: the first too)."""
-        if self.plan is None:
+        if self.contact is None:
             return
         if len(self._efforts.map(names)[0]):  # (another robot's joint states: not our clocks)
             self._mixed = self._clocks.problem(names, stamp_seconds(stamp.sec, stamp.nanosec, now), now)
@@ -92,9 +93,15 @@ class ContactOutputs:
             self._efforts_refused = True  # (never fed to the observer: its state gives no output)
             self.node.problem("effort", cut(str(exc)), now, DiagnosticStatus.WARN)
 
-    def observe(self, plan, state, stamp, now: int) -> None:
-        """The observer's step on the state just merged, and the outputs; nothing without fresh inputs."""
-        if self.plan is None:
+    @property
+    def terms(self) -> int:
+        """The outputs of the message's one pass the observer reads (0 when it is off)."""
+        return OBSERVER_TERMS if self.contact is not None else 0
+
+    def observe(self, plan, state, stamp, now: int, data) -> None:
+        """The observer's step on the state just merged, and the outputs; nothing without fresh inputs.
+        ``data``: the plan's workspace, filled for this state with at least :attr:`terms`."""
+        if self.contact is None:
             return
         self._state = state
         limit = now - plan.state_timeout_ns
@@ -121,9 +128,9 @@ class ContactOutputs:
                               f"states, more than state_timeout {plan.settings.state_timeout:g} s", now,
                               DiagnosticStatus.WARN)
             self._observer.reset()
-        effort = self._efforts.effort if self._unsigned else self.plan.sign * self._efforts.effort
+        effort = self._efforts.effort if self._unsigned else self.contact.sign * self._efforts.effort
         try:
-            r = self._observer.update(t, state.q, state.qd, effort)
+            r = self._observer.update(t, state.q, state.qd, effort, data)
         except ValueError as exc:
             self.node.problem("external_torque", cut(f"no external torques: {exc}"), now)
             self._observer.reset()
@@ -136,7 +143,7 @@ class ContactOutputs:
         torques_pub, wrench_pub, _ = self._publishers
         r_out = r if plan.full else r[plan.out]
         torques_pub.publish(self._torques.serialize(sec, nanosec, r_out))
-        wrench_pub.publish(self._wrench.serialize(sec, nanosec, self._observer.wrench_in(self.plan.wrench_frame)))
+        wrench_pub.publish(self._wrench.serialize(sec, nanosec, self._observer.wrench_in(self.contact.wrench_frame)))
         self._n_published += 1
         if self._detector is not None:
             self._detect(plan, t, r_out, now)
@@ -159,7 +166,7 @@ class ContactOutputs:
         log = self.node.get_logger()
         if change:
             joints = {plan.names[i]: round(float(residual[i]), 3) for i in detector.joints}
-            reaction = self.plan.settings.collision_reaction
+            reaction = self.contact.settings.collision_reaction
             if reaction == "gravity" and not self._latched:
                 self._latched, self._latched_on = True, joints
             self.node.problem("collision", cut(f"collision: external torque beyond the threshold on {joints} "
@@ -195,14 +202,14 @@ class ContactOutputs:
 
     def status(self, now: int, period: float):
         """The ``contact`` diagnostics status, or None when off (and no reaction holds)."""
-        if self.plan is None and not self._latched:
+        if self.contact is None and not self._latched:
             return None
         recent = self.node.recent_problems(now)
         values, level, text = [], DiagnosticStatus.OK, "estimating external torques"
-        if self.plan is not None:
+        if self.contact is not None:
             values += [("external_torques rate (Hz)", f"{self._n_published / period:.1f}"),
-                       ("frame", self.plan.frame), ("wrench frame", self.plan.wrench_frame),
-                       ("gain (1/s)", f"{self.plan.settings.external_torque_gain:g}")]
+                       ("frame", self.contact.frame), ("wrench frame", self.contact.wrench_frame),
+                       ("gain (1/s)", f"{self.contact.settings.external_torque_gain:g}")]
         else:
             text = "external torques off"
         self._n_published = 0
@@ -217,7 +224,7 @@ class ContactOutputs:
                 text = f"collision on {self._latched_on} (|external torque| at detection)"
             level, text = DiagnosticStatus.WARN, text + "; effort_command holds gravity until ~/reset_collision"
         if detector is not None or self._latched:
-            reaction = self.plan.settings.collision_reaction if self.plan is not None else "off"
+            reaction = self.contact.settings.collision_reaction if self.contact is not None else "off"
             values.append(("reaction", reaction + (" (holding gravity until ~/reset_collision)" if self._latched else "")))
         for kind in ("external_torque", "effort"):
             if kind in recent:

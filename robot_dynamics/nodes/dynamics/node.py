@@ -186,7 +186,6 @@ class DynamicsNode(RobotNode):
         if state.q_ns.min() < limit:
             self.problem("state", "not publishing: " + state.missing(state.q_ns, now, "position"), now)
             return
-        self._contact.observe(plan, state, stamp, now)  # first: a collision changes this message's command
         s = plan.settings
         q, qd = state.q, state.qd
         vel_ok = state.qd_ns.min() >= limit
@@ -214,9 +213,12 @@ class DynamicsNode(RobotNode):
         task = command == "task_space" and (computed_heard or command_out == "task_space")
         if task:  # the task-space law reads M, h, the world poses and the bodies' Jdot qd from the same pass
             outputs |= GRAVITY | ((BIAS | MASS | WORLD) if vel_ok else 0)
+        if vel_ok:  # and the observer p, C^T qd - g and the world poses
+            outputs |= self._contact.terms
         data = plan.data
         if outputs:
             compute_terms(data, q, qd if outputs & BIAS else None, outputs)
+        self._contact.observe(plan, state, stamp, now, data)  # before the command: a collision changes it
 
         # Each output checked and published on its own (one that is not finite never stops another),
         # the control output first (what a 1 kHz loop waits for); message objects reused (publish copies).
