@@ -205,3 +205,64 @@ def test_no_module_is_longer_than_its_limit():
             if (lines := len(path.read_text().splitlines()))
             > (NODE_MODULE_LINES if path.relative_to(PACKAGE).parts[0] == "nodes" else MODULE_LINES)}
     assert long == {}
+
+
+CORE_PACKAGES = ("rigid_body", "description", "control", "simulation", "trajectories")
+
+
+def core_modules(package=PACKAGE):
+    """The core's modules as paths relative to the package (``spatial.py``, ``rigid_body/model.py``): the top
+    level and the core's sub-packages, without their ``__init__.py``."""
+    paths = list(package.glob("*.py")) + [path for name in CORE_PACKAGES for path in (package / name).glob("*.py")]
+    return sorted(path.relative_to(package).as_posix() for path in paths if path.name != "__init__.py")
+
+
+def module_test_table(text=None):
+    """{module path: [test files]} from docs/testing.md's table "Which tests test a module"."""
+    text = (ROOT / "docs" / "testing.md").read_text() if text is None else text
+    section = text.split("## Which tests test a module", 1)[1].split("\n## ", 1)[0]
+    table = {}
+    for line in section.splitlines():
+        cells = line.split("|")
+        if not line.startswith("| `") or len(cells) < 4:
+            continue
+        table[cells[1].strip().strip("`")] = re.findall(r"`(test_\w+\.py)`", cells[2])
+    return table
+
+
+def modules_without_tests(modules, table, test_files):
+    """The modules neither named in ``table`` nor having a ``test_<name>.py`` among ``test_files``."""
+    return [module for module in modules
+            if module not in table and f"test_{Path(module).stem}.py" not in test_files]
+
+
+def test_every_core_module_is_mapped_to_its_tests_in_docs_testing():
+    """docs/testing.md's module → tests table names every module of the core (or the module has a test file of
+    its name), every row names at least one test file, every test file it names exists, and every module it
+    names exists (or docs/architecture.md names it: a module being moved there)."""
+    table = module_test_table()
+    test_files = {path.name for path in (ROOT / "test").glob("test_*.py")}
+    assert len(core_modules()) >= 25 and "rigid_body/kernels.py" in core_modules()
+    assert modules_without_tests(core_modules(), table, test_files) == []
+    assert [module for module, files in table.items() if not files] == []
+    assert sorted({name for files in table.values() for name in files} - test_files) == []
+    # and every row is a module of the tree, or one docs/architecture.md announces (a move under way)
+    announced = (ROOT / "docs" / "architecture.md").read_text()
+    assert [module for module in table if module not in core_modules()
+            and f"`{Path(module).name}`" not in announced and f"`{module}`" not in announced] == []
+
+
+def test_a_core_module_without_tests_is_found(tmp_path):
+    """The check itself: a new module in a core sub-package, named nowhere and without a test file of its name."""
+    (tmp_path / "spatial.py").write_text("")
+    (tmp_path / "control").mkdir()
+    for name in ("__init__.py", "laws.py", "payload.py", "friction.py"):
+        (tmp_path / "control" / name).write_text("")
+    modules = core_modules(tmp_path)
+    assert modules == ["control/friction.py", "control/laws.py", "control/payload.py", "spatial.py"]
+    table = module_test_table("## Which tests test a module\n\n| module | test files | oracle |\n|---|---|---|\n"
+                              "| `control/laws.py` | `test_laws.py`, `test_task_controller.py` | closed forms |\n"
+                              "\n## Next\n| `control/payload.py` | `test_payload.py` | not this table |\n")
+    assert table == {"control/laws.py": ["test_laws.py", "test_task_controller.py"]}
+    assert modules_without_tests(modules, table, {"test_spatial.py", "test_laws.py"}) == ["control/friction.py",
+                                                                                          "control/payload.py"]

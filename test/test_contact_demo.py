@@ -30,13 +30,36 @@ def test_touch_estimate_collision_and_gravity_hold(run):
     assert np.linalg.norm(run.force[min(detected + 500, len(run.t) - 1)]) < 0.5
 
 
-def test_summary_and_plot(run, tmp_path):
+def test_summary_and_plot(run, tmp_path, monkeypatch):
+    """The summary's first lines, and the figure draws the run's own numbers: the true and estimated force,
+    every joint's residual, the thresholds, the detection's time, and the zoom around the impact."""
     lines = contact_demo.summary_lines(run)
     assert lines[0].startswith("tool touched the wall at t = ")
     assert lines[1].startswith("collision declared at t = ") and "arm7_joint" in lines[1]
     pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    saved = []
+    savefig = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *a, **k: (saved.append(figure), savefig(figure, *a, **k)))
     contact_demo.plot(tmp_path / "demo.png", run)
     assert (tmp_path / "demo.png").stat().st_size > 10_000
+    (figure,) = saved
+    magnitude = np.linalg.norm(run.force, axis=1)
+    touch, detection, peak = contact_demo.impact(run)
+    for column in (0, 1):
+        forces, torques, flags = figure.axes[column], figure.axes[2 + column], figure.axes[4 + column]
+        drawn = {line.get_label(): line for line in forces.get_lines()}
+        np.testing.assert_array_equal(drawn["true contact force |f| (simulator)"].get_ydata(), magnitude)
+        np.testing.assert_array_equal(drawn["estimated |f| (momentum observer)"].get_ydata(),
+                                      np.linalg.norm(run.estimate, axis=1))
+        residuals = {line.get_label(): line.get_ydata() for line in torques.get_lines()}
+        for i, name in enumerate(run.names):
+            np.testing.assert_array_equal(residuals[name], run.residual[:, i])
+        assert residuals[f"threshold ±{run.threshold:g} N m"][0] == run.threshold
+        declared = [line for line in flags.get_lines() if np.all(line.get_xdata() == run.t[detection])]
+        assert len(declared) == 1  # the detection marked where the detector fired
+    np.testing.assert_allclose(figure.axes[1].get_xlim(), (run.t[touch] - 0.02, run.t[max(peak, detection)] + 0.1))
 
 
 def test_the_summary_gives_the_impact_peak_beside_the_force_at_detection(run):

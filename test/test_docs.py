@@ -278,3 +278,36 @@ def test_your_own_robot_in_three_steps(reader_dir, executor):
             node.kill()
         log.close()
     assert node.returncode == 0, (reader_dir / "node.log").read_text()
+
+
+# ------------------------------------------------------------------ measured figures in one place
+
+_NUMBER = r"\d[\d.,]*(?:\s*[–-]\s*\d[\d.,]*)?"
+#: what only docs/benchmarks.md may quote: a time in µs, a ratio to Pinocchio, a real-time factor
+MEASURED_FIGURES = [
+    re.compile(_NUMBER + r"\s*[µμ]s\b"),
+    re.compile(_NUMBER + r"\s*(?:×|x|times)\s+(?:(?:of|slower than|faster than|as fast as)\s+)?Pinocchio"),
+    re.compile(_NUMBER + r"\s*(?:×|times)\s+real[ -]time"),
+]
+
+
+def measured_figures(text):
+    """The speed figures ``text`` quotes (each match of :data:`MEASURED_FIGURES`)."""
+    return [match.group(0) for pattern in MEASURED_FIGURES for match in pattern.finditer(text)]
+
+
+def test_speed_figures_are_quoted_only_in_benchmarks():
+    """Measured speed drifts between runs: docs/benchmarks.md states each figure with its command and anchor,
+    and every other page links to it instead of repeating a number that would go stale."""
+    quoted = {path.name: found for path in PAGES if path.name != "benchmarks.md"
+              if (found := measured_figures(path.read_text()))}
+    assert quoted == {}
+    assert len(measured_figures((REPO / "docs" / "benchmarks.md").read_text())) > 20  # (the figures are there)
+
+
+def test_a_quoted_speed_figure_is_found():
+    text = ("The Coriolis matrix costs ~5× Pinocchio, 11.7 µs (20.0 µs with contact); a plain RNEA is ~270× "
+            "slower than Pinocchio, the compiled loops within ~1–3× of Pinocchio's; Panda-7 25–43× real time, "
+            "7.8–11.3 times real time. A 5 × 5 matrix, 10 × the robot's mass, 1 kHz and 100 ms are no such figures.")
+    assert measured_figures(text) == ["11.7 µs", "20.0 µs", "5× Pinocchio", "270× slower than Pinocchio",
+                                      "1–3× of Pinocchio", "25–43× real time", "7.8–11.3 times real time"]
