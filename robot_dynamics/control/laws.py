@@ -36,7 +36,6 @@ import math
 
 import numpy as np
 
-from ..jit import njit
 from ..rigid_body.task_space import damped_task_inertia
 
 __all__ = [

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..rigid_body.cholesky import cholesky_solve, cholesky_substitute
 from .contact import add_contact_torques
-from ..rigid_body.friction import DEFAULT_FRICTION_VELOCITY, friction_torque
+from ..rigid_body.friction import friction_torque
 from ..jit import inline, njit
 from ..rigid_body.kernels import forward_state, joint_poses, workspace, world_poses
 from ..rigid_body.wrenches import add_wrench_torques

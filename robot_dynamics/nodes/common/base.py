@@ -75,6 +75,7 @@ class RobotNode(Node):
         self._problems: dict = {}  # kind -> [level, text, monotonic ns]
         self._last_log: dict = {}  # (kind, reason) -> monotonic ns
         self._n_rejected = 0  # messages refused since the last diagnostics
+        self._publishers_made = {}  # topic -> publisher of publisher_when_needed
         self._n_diagnostics = 0
         self._description = None
         if self.get_parameter("use_sim_time").value:
@@ -99,6 +100,14 @@ class RobotNode(Node):
     def publisher(self, msg_type, topic: str, qos=OUTPUT_QOS):
         """A publisher of the node's own: without rclpy's event handlers (:data:`NO_EVENT_HANDLERS`)."""
         return self.create_publisher(msg_type, topic, qos, event_callbacks=NO_EVENT_HANDLERS)
+
+    def publisher_when_needed(self, msg_type, topic: str):
+        """:meth:`publisher` of ``topic``, made at its first use (an output only some settings have: the
+        topic appears in the graph once there is something to publish on it)."""
+        found = self._publishers_made.get(topic)
+        if found is None:
+            found = self._publishers_made[topic] = self.publisher(msg_type, topic)
+        return found
 
     def subscription(self, msg_type, topic: str, callback, qos):
         """A subscription of the node's own: without rclpy's event handlers (:data:`NO_SUBSCRIPTION_EVENT_HANDLERS`)."""

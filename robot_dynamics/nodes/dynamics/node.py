@@ -46,10 +46,11 @@ from robot_dynamics.control import laws as control
 from robot_dynamics.rigid_body.data import BIAS, GRAVITY, MASS, WORLD, compute_terms
 from robot_dynamics.rigid_body.friction import friction_torques
 
-from ..common.base import DIAGNOSTICS_PERIOD, RobotNode
+from ..common.base import RobotNode
 from ..common.cdr import JointStateWriter
 from .command_path import HOLD, CommandPath
 from .contact_outputs import ContactOutputs
+from .diagnostics import Counters, dynamics_statuses
 from ..common.converters import as_float_array, matrix_msg
 from .inputs import DesiredStateReader, JointStateMerger, Rejected, desired_accelerations
 from .plan import PARAMETERS, Desired, Plan, Settings, coerce_setting, make_plan, servo_terms
@@ -94,7 +95,7 @@ class DynamicsNode(RobotNode):
         self._msgs: _OutputMessages | None = None
         self._command_path = CommandPath()
         self._command_note = None  # (level, text, ns) of the last effort_command that held gravity
-        self._stats_reset(time.monotonic_ns())
+        self._stats = Counters(time.monotonic_ns())
 
         self._pub_gravity = self.publisher(JointState, "gravity_torques")
         self._pub_bias = self.publisher(JointState, "bias_torques")
@@ -137,7 +138,7 @@ class DynamicsNode(RobotNode):
     # --- inputs ------------------------------------------------------------------------------------
     def _on_joint_states(self, msg: JointState) -> None:
         now = time.monotonic_ns()
-        self._n_in += 1
+        self._stats.n_in += 1
         plan, state = self._plan, self._state
         if plan is None:
             return
@@ -245,11 +246,7 @@ class DynamicsNode(RobotNode):
             M = data.M
             msgs.mass.data = as_float_array(M if plan.full else M[np.ix_(plan.out, plan.out)])
             self._pub_mass.publish(msgs.mass)
-        self._n_out += 1
-        dt = time.perf_counter_ns() - t0
-        self._compute_ns_sum += dt
-        if dt > self._compute_ns_max:
-            self._compute_ns_max = dt
+        self._stats.computed_in(time.perf_counter_ns() - t0)
 
     def _publishable(self, what: str, values: np.ndarray, now: int, inputs=()) -> bool:
         """Whether ``values`` (model order) may be published (:meth:`_refusal`)."""
@@ -287,7 +284,7 @@ class DynamicsNode(RobotNode):
             if heard:
                 self._pub_computed.publish(self._msgs.torques.serialize(stamp.sec, stamp.nanosec, None, None,
                                                                         tau if plan.full else tau[plan.out]))
-            self._n_computed += 1
+            self._stats.n_computed += 1
         worst = int(np.argmax(np.abs(e))) if s.max_position_error > 0 else -1
         if worst >= 0 and abs(e[worst]) > s.max_position_error:
             return tau, (f"position error {e[worst]:.4g} of {cut(plan.model.joint_names[worst], 200)!r} "
@@ -309,7 +306,7 @@ class DynamicsNode(RobotNode):
             if heard:
                 self._pub_computed.publish(self._msgs.torques.serialize(stamp.sec, stamp.nanosec, None, None,
                                                                         tau if plan.full else tau[plan.out]))
-            self._n_computed += 1
+            self._stats.n_computed += 1
         return tau, refusal
 
     def _publish_command(self, plan: Plan, source: str, law, hold: np.ndarray, refusals, now: int) -> None:
@@ -338,83 +335,9 @@ class DynamicsNode(RobotNode):
         self._pub_command.publish(self._msgs.command)
 
     # --- diagnostics -------------------------------------------------------------------------------
-    def _stats_reset(self, now):
-        self._stats_ns = now
-        self._n_in = self._n_out = self._n_computed = self._n_rejected = 0
-        self._compute_ns_sum = self._compute_ns_max = 0
-
     def diagnostics(self, now: int) -> DiagnosticArray:
         """The DiagnosticArray of the last period (and reset the period's counters)."""
-        plan, state = self._plan, self._state
-        period = max((now - self._stats_ns) * 1e-9, 1e-9)
-        recent = self.recent_problems(now)
-
-        model_values = []
-        if plan is not None:
-            model_values = [
-                ("robot", plan.base.name), ("joints", " ".join(plan.names)),
-                ("gravity", " ".join(f"{x:g}" for x in plan.settings.gravity)),
-                ("payload", f"{plan.settings.payload_mass:g} kg on {plan.settings.payload_link}"
-                 if plan.settings.payload_link else "none"),
-            ]
-        statuses = [self.model_status(model_values)]
-
-        # inputs: joint states and desired inputs
-        in_values = [("joint_states rate (Hz)", f"{self._n_in / period:.1f}"),
-                     ("rejected messages", self._n_rejected)]
-        in_level, in_text = DiagnosticStatus.OK, "joint states complete and fresh"
-        if plan is not None:
-            missing = state.missing(state.q_ns, now, "position")
-            if missing:
-                in_level, in_text = DiagnosticStatus.ERROR, missing
-            desired = self._desired
-            if desired is None:
-                in_values.append(("desired input", "none"))
-            else:
-                age = (now - desired.received_ns) * 1e-9
-                in_values.append(("desired input", f"{desired.topic}, {age:.3f} s old"))
-                if age > plan.settings.desired_timeout and plan.settings.command_source == "computed":
-                    in_level = max(in_level, DiagnosticStatus.WARN)
-                    in_text += f"; {desired.topic} stale ({age:.3f} s)"
-        else:
-            in_level, in_text = DiagnosticStatus.STALE, "no model"
-        for kind in ("joint_states", "desired_accelerations", "desired_state", "mimic", "velocity", "desired"):
-            if kind in recent:
-                lvl, txt, _ = recent[kind]
-                in_level = max(in_level, lvl)
-                in_text += "; " + txt
-                in_values.append((kind, txt))
-        statuses.append(("inputs", in_level, in_text, in_values))
-
-        # outputs
-        n_out = self._n_out
-        out_values = [
-            ("output rate (Hz)", f"{n_out / period:.1f}"),
-            ("computed_torques rate (Hz)", f"{self._n_computed / period:.1f}"),
-            ("compute time mean (us)", f"{self._compute_ns_sum / n_out / 1e3:.1f}" if n_out else "-"),
-            ("compute time max (us)", f"{self._compute_ns_max / 1e3:.1f}" if n_out else "-"),
-            ("command_source", self._settings.command_source),
-        ]
-        out_level, out_text = DiagnosticStatus.OK, f"publishing at {n_out / period:.1f} Hz"
-        for kind in ("state", "output", "saturation"):
-            if kind in recent:
-                lvl, txt, _ = recent[kind]
-                out_level, out_text = max(out_level, lvl), txt
-        note = self._command_note
-        if note is not None and now - note[2] <= 2 * DIAGNOSTICS_PERIOD * 1e9:  # (the hold of this period)
-            out_text = f"{out_text}; {note[1]}" if out_level > DiagnosticStatus.OK else note[1]
-            out_level = max(out_level, note[0])
-            out_values.append(("effort_command", note[1]))
-        if plan is None:
-            out_level, out_text = DiagnosticStatus.STALE, "no model: publishing nothing"
-        elif n_out == 0 and out_level == DiagnosticStatus.OK:
-            out_level, out_text = DiagnosticStatus.WARN, "no joint states: publishing nothing"
-        statuses.append(("outputs", out_level, out_text, out_values))
-        if plan is not None and plan.task is not None:
-            statuses.append(self._task.status(plan, recent))
-        contact = self._contact.status(now, period)
-        if contact is not None:
-            statuses.append(contact)
-
-        self._stats_reset(now)
+        statuses = dynamics_statuses(self, now)
+        self._stats.reset(now)
+        self._n_rejected = 0
         return self.diagnostic_array(statuses)

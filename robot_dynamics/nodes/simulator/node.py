@@ -59,6 +59,7 @@ from ..common.safety import cut
 from .contact import contact_wrench_messages, plausible_wrenches
 from ...simulation.drives import Commands, drive_torques
 from .inputs import effort_command, external_wrench, named_efforts
+from .diagnostics import simulation_status
 from .plan import PARAMETERS, Plan, Settings, coerce_setting, make_plan, configure
 
 #: joint_states, /clock: reliable publishers match reliable and best-effort subscribers.
@@ -82,7 +83,6 @@ class SimulatorNode(RobotNode):
         self._wrenches: dict = {}
         self._n_steps = self._n_published = 0
         self._stats_wall, self._stats_sim = time.monotonic(), 0.0
-        self._clock_pub = self._motor_pub = self._contact_pub = None
 
         self._pub_states = self.publisher(JointState, "joint_states")
         self.subscription(Float64MultiArray, "effort_command", self._on_effort_command, INPUT_QOS)
@@ -320,61 +320,25 @@ class SimulatorNode(RobotNode):
             sec, nanosec, *plan.joint_state(sim.q, sim.qd, sim.applied_effort)))
         self._n_published += 1
         if plan.stiffness:
-            if self._motor_pub is None:
-                self._motor_pub = self.publisher(JointState, "motor_states")
             order = plan.state_index
-            self._motor_pub.publish(self._motor_writer.serialize(
+            self.publisher_when_needed(JointState, "motor_states").publish(self._motor_writer.serialize(
                 sec, nanosec, sim.motor_q[order], sim.motor_qd[order], sim.applied_effort[order]))
         if plan.contact.enabled:
-            if self._contact_pub is None:
-                self._contact_pub = self.publisher(WrenchStamped, "contact_wrenches")
             wrenches, problem = plausible_wrenches(plan.plausibility, sim.contact_wrenches())
             if problem:
                 self.problem("contact", f"not publishing contact_wrenches: {problem}", time.monotonic_ns())
             for frame_id, wrench in contact_wrench_messages(plan.model, sim.q, wrenches, self._settings.contact_wrench_frame):
-                self._contact_pub.publish(WrenchWriter(frame_id).serialize(sec, nanosec, wrench))
+                self.publisher_when_needed(WrenchStamped, "contact_wrenches").publish(WrenchWriter(frame_id).serialize(sec, nanosec, wrench))
         if self._settings.publish_clock:
-            if self._clock_pub is None:
-                self._clock_pub = self.publisher(Clock, "/clock")
-            self._clock_pub.publish(Clock(clock=stamp_of(ns)))
+            self.publisher_when_needed(Clock, "/clock").publish(Clock(clock=stamp_of(ns)))
 
     # --- diagnostics -------------------------------------------------------------------------------
     def diagnostics(self, now_ns: int) -> DiagnosticArray:
         """The DiagnosticArray of the last period (and reset the period's counters)."""
         now = time.monotonic()
-        period = max(now - self._stats_wall, 1e-9)
-        sim, plan, s = self._sim, self._plan, self._settings
-        statuses = [self.model_status()]
-        if sim is None:
-            statuses.append(("simulation", DiagnosticStatus.STALE, "no model: not simulating", []))
-        else:
-            achieved = (sim.t - self._stats_sim) / period
-            names = plan.model.joint_names
-            commands = self._commands
-            values = [
-                ("simulated time (s)", f"{sim.t:.6f}"), ("real-time factor", f"{achieved:.2f} (target "
-                                                           f"{s.real_time_factor:g})"),
-                ("steps per second", f"{self._n_steps / period:.0f}"),
-                ("joint_states per second", f"{self._n_published / period:.1f}"),
-                ("integrator", f"{s.integrator} at {s.physics_rate:g} Hz"), ("paused", self._paused),
-                ("state", ("not published (integration stopped)" if self._silent else "stale (integration stopped)")
-                 if self._failure else "live"),
-                ("stale commands", [names[i] for i in commands.stale_joints()]),
-                ("never commanded", [names[i] for i in commands.never_commanded()]),
-                ("external wrenches", sorted(self._wrenches)), ("rejected messages", self._n_rejected),
-            ]
-            if self._failure:
-                level, text = DiagnosticStatus.ERROR, f"integration stopped: {self._failure}"
-            else:
-                level, text = DiagnosticStatus.OK, "paused" if self._paused else f"running at {achieved:.2f}x real time"
-                for kind, (lvl, txt, _) in self.recent_problems(now_ns).items():
-                    if lvl > level:
-                        level, text = lvl, txt
-                    values.append((kind, txt))
-                if len(commands.stale_joints()) and level == DiagnosticStatus.OK:
-                    level, text = DiagnosticStatus.WARN, f"stale effort commands: {s.on_command_timeout}"
-            statuses.append(("simulation", level, text, values))
-            self._stats_sim = sim.t
+        statuses = [self.model_status(), simulation_status(self, now_ns, max(now - self._stats_wall, 1e-9))]
+        if self._sim is not None:
+            self._stats_sim = self._sim.t
         self._stats_wall = now
         self._n_steps = self._n_published = self._n_rejected = 0
         return self.diagnostic_array(statuses)
