@@ -313,19 +313,18 @@ class MomentumObserver:
         dt = -1.0 if self._time is None else t - self._time
         if dt == 0.0:  # the same state again: nothing new to integrate
             return self._memory[0].copy()
-        bad = [name for name, x in (("q", q), ("qd", qd), ("tau_m", tau_m)) if not np.isfinite(x).all()]
-        if bad:
-            raise ValueError(f"{' and '.join(bad)} not finite")
         if data is None or data.model is not self.model:
             data = self._data
-            compute_terms(data, q, qd, OBSERVER_TERMS)
-        self._world = data.world
+            compute_terms(data, q, qd, OBSERVER_TERMS)  # (ValueError naming q or qd if one is not finite)
         model = self.model
         if not _observe(*model._kernel_arrays[:2], self._friction, self._eps, self.gain, self.least_squares_damping,
                         self._body, self._point, qd, tau_m, dt, data.p, data.beta, data.world, self._memory,
                         self._J, self._wrench):
+            if not np.isfinite(tau_m).all():
+                raise ValueError("tau_m not finite")
             self.reset()
             raise ValueError("the residual not finite")
+        self._world = data.world
         self._time = t
         if self.point_force and self._body >= 0:
             self._wrench[:3] = 0.0

@@ -9,7 +9,10 @@ echo 7         1000 Hz     a bare rclpy node (same executor loop, same QoS) that
                            JointState with a JointState of the same size (names + efforts)
 panda7         1000 Hz     ``dynamics_node`` with Panda (example-robot-data, fingers fixed); with
                            ``--listen all`` the driver also subscribes to gravity_torques, bias_torques
-                           and mass_matrix, which the node then computes and publishes for every message
+                           and mass_matrix, which the node then computes and publishes for every message;
+                           with ``--listen external`` the node has ``external_torque.enabled``, the
+                           joint states carry efforts and the driver also subscribes to
+                           external_wrench_estimate (the wrench at the tool)
 echo 32        500 Hz      the echo node with talos_reduced-sized messages
 talos_reduced  500 Hz      ``dynamics_node`` with talos_reduced (32 joints)
 =============  ==========  ======================================================================
@@ -113,7 +116,7 @@ def _stop(proc: subprocess.Popen) -> None:
 class Driver:
     """Publishes joint states at a fixed rate and times the answers."""
 
-    def __init__(self, node, executor, namespace: str, names, capacity: int, listen_all: bool = False):
+    def __init__(self, node, executor, namespace: str, names, capacity: int, listen: str = "computed"):
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray
 
@@ -125,9 +128,14 @@ class Driver:
         self.pub = node.create_publisher(JointState, f"{namespace}/joint_states", JOINT_STATES_QOS)
         self.desired = node.create_publisher(Float64MultiArray, f"{namespace}/desired_accelerations", COMMAND_INPUT_QOS)
         self.sub = node.create_subscription(JointState, f"{namespace}/{ANSWER_TOPIC}", self._on_answer, OUTPUT_QOS)
+        from geometry_msgs.msg import WrenchStamped
+
+        others = {"computed": (), "external": ((WrenchStamped, "external_wrench_estimate"),),
+                  "all": ((JointState, "gravity_torques"), (JointState, "bias_torques"),
+                          (Float64MultiArray, "mass_matrix"))}[listen]
         self.others = [node.create_subscription(kind, f"{namespace}/{topic}", lambda msg: None, OUTPUT_QOS)
-                       for kind, topic in ((JointState, "gravity_torques"), (JointState, "bias_torques"),
-                                           (Float64MultiArray, "mass_matrix"))] if listen_all else []
+                       for kind, topic in others]
+        self.with_efforts = listen == "external"
         self.sent = np.full(capacity, np.nan)
         self.received = np.full(capacity, np.nan)
         self.seq = 0
@@ -161,6 +169,8 @@ class Driver:
         msg.name = self.names
         msg.position = self.q.tolist()
         msg.velocity = self.qd.tolist()
+        if self.with_efforts:
+            msg.effort = self.q.tolist()
         self.sent[seq] = time.perf_counter()
         self.pub.publish(msg)
 
@@ -203,7 +213,7 @@ class Driver:
 
 
 def run_case(node, executor, label, kind, robot, rate, duration, namespace, command_source="none",
-             responder_executor="single", listen_all=False):
+             responder_executor="single", listen="computed"):
     """One responder process, warm-up, measured window; a dict of results."""
     import robot_dynamics as rd
 
@@ -220,6 +230,7 @@ def run_case(node, executor, label, kind, robot, rate, duration, namespace, comm
                 f"    robot_description: {json.dumps(xml)}\n"
                 f"    command_source: {json.dumps(command_source)}\n"
                 "    desired_timeout: 1.0\n"
+                + ("    external_torque.enabled: true\n" if listen == "external" else "")
             )
             cmd = [sys.executable, "-c", DYNAMICS_NODE, "--executor", responder_executor,
                    "--ros-args", "--params-file", str(params)]
@@ -228,7 +239,8 @@ def run_case(node, executor, label, kind, robot, rate, duration, namespace, comm
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env(), preexec_fn=die_with_parent())
         warm = int(rate * 2.0)
         capacity = warm * 4 + int(rate * duration) + 10
-        driver = Driver(node, executor, namespace, names, capacity, listen_all and kind == "dynamics")
+        driver = Driver(node, executor, namespace, names, capacity, listen if kind == "dynamics" else "computed")
+        driver.with_efforts = listen == "external"  # (the echo answers the same messages)
         try:
             # discovery, model loading, first answer: send slowly until answered
             ok = driver.spin_for(30.0, until=lambda: driver.pub.get_subscription_count() > 0
@@ -317,9 +329,10 @@ def main(argv=None) -> int:
     parser.add_argument("--executor", default="single", choices=["single", "events"],
                         help="rclpy executor of the responders, echo and dynamics node alike (default single, "
                              "the dynamics node's own; dynamics_node --executor)")
-    parser.add_argument("--listen", default="computed", choices=["computed", "all"],
-                        help="what the driver subscribes to: computed_torques only (default), or every output "
-                             "(the node computes and publishes only what someone listens to)")
+    parser.add_argument("--listen", default="computed", choices=["computed", "all", "external"],
+                        help="what the driver subscribes to: computed_torques only (default), every output "
+                             "(the node computes and publishes only what someone listens to), or computed_torques "
+                             "and external_wrench_estimate with external_torque.enabled (efforts sent)")
     parser.add_argument("--json", action="store_true", help="also print the results as JSON")
     parser.add_argument("--echo-node", action="store_true", help=argparse.SUPPRESS)
     args, ros_args = parser.parse_known_args(argv)
@@ -354,7 +367,7 @@ def main(argv=None) -> int:
                 label, kind, robot, rate = cases[key]
                 print(f"running {label} at {rate:.0f} Hz for {args.duration:g} s ...", flush=True)
                 rows.append(run_case(node, executor, label, kind, robot, rate, args.duration, f"/bench{i}",
-                                     args.command_source, args.executor, args.listen == "all"))
+                                     args.command_source, args.executor, args.listen))
         finally:
             executor.shutdown(timeout_sec=1.0)
             node.destroy_node()
