@@ -174,3 +174,23 @@ def test_the_hold_is_in_diagnostics(fed, model):
     outputs = node.status("outputs")
     assert "no desired input yet" in outputs.message and "effort_command holds gravity" in outputs.message
     assert outputs.level == b"\x01"  # WARN
+
+
+def test_an_unexpected_failure_of_the_computation_holds_gravity(fed, model):
+    """A bug in the law (here the computed-torque law raising) never silences effort_command: the gravity
+    hold of the measured state, and the failure said."""
+    from robot_dynamics.control import laws
+
+    node = fed(command_source="computed")
+    node.desired(positions=Q)
+    assert not np.allclose(node.state(), gravity(model))
+    original = laws.computed_torque
+    laws.computed_torque = lambda *args: (_ for _ in ()).throw(RuntimeError("a bug"))
+    try:
+        count = len(node.commands)
+        node.state(q=Q + 0.1)
+    finally:
+        laws.computed_torque = original
+    assert len(node.commands) == count + 1
+    np.testing.assert_allclose(node.commands[-1], gravity(model, Q + 0.1), atol=1e-12)
+    assert node.said("the computation failed: RuntimeError('a bug')")

@@ -18,7 +18,7 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.exceptions import ParameterException
 from rclpy.node import Node
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 import robot_dynamics as rd
 
@@ -35,6 +35,13 @@ LOG_THROTTLE = 2.0  # s, per kind and reason of problem
 #: reliable publishers match reliable and best-effort subscribers
 #: every node's outputs and its diagnostics: reliable, the last 10 kept (ROS 2's default profile)
 OUTPUT_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+#: command and desired inputs: a best-effort subscription matches any publisher (ros2_control's
+#: forward_command_controller publishes reliably)
+COMMAND_INPUT_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
+#: joint_states: SensorDataQoS (best effort, volatile) but 10 deep instead of 5, so that a scheduling
+#: hiccup of a few milliseconds at 1 kHz delays messages instead of dropping them
+JOINT_STATES_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT,
+                              durability=DurabilityPolicy.VOLATILE)
 #: No rclpy event handlers on a node's own publishers and subscriptions: the default ones (which log
 #: a peer of incompatible QoS) are two waitables each, which the SingleThreadedExecutor walks at
 #: every wait, twice per message (docs/benchmarks.md). For robot_description, where incompatible QoS

@@ -36,7 +36,6 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
@@ -46,7 +45,7 @@ from robot_dynamics.control import laws as control
 from robot_dynamics.rigid_body.data import BIAS, GRAVITY, MASS, WORLD, compute_terms
 from robot_dynamics.rigid_body.friction import friction_torques
 
-from ..common.base import RobotNode
+from ..common.base import COMMAND_INPUT_QOS, JOINT_STATES_QOS, RobotNode
 from ..common.cdr import JointStateWriter
 from .command_path import HOLD, CommandPath
 from .contact_outputs import ContactOutputs
@@ -56,21 +55,6 @@ from .inputs import DesiredStateReader, JointStateMerger, Rejected, desired_acce
 from .plan import PARAMETERS, Desired, Plan, Settings, coerce_setting, make_plan, servo_terms
 from ..common.safety import cut
 from .task_space_command import TaskSpaceCommand
-
-#: QoS of the outputs and of the desired inputs: reliable publishers match reliable and
-#: best-effort subscribers (ros2_control's forward_command_controller subscribes reliably);
-#: best-effort subscriptions match any publisher.
-COMMAND_INPUT_QOS = QoSProfile(
-    depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT
-)
-
-#: QoS of joint_states: SensorDataQoS (best effort, volatile) but 10 deep instead of 5, so that a
-#: scheduling hiccup of a few milliseconds at 1 kHz delays messages instead of dropping them.
-JOINT_STATES_QOS = QoSProfile(
-    depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT,
-    durability=DurabilityPolicy.VOLATILE,
-)
-
 
 class _OutputMessages:
     """The outputs' messages, names and layout laid out once per output order: the JointState outputs
@@ -156,6 +140,20 @@ class DynamicsNode(RobotNode):
             self._compute_and_publish(plan, state, msg.header.stamp, now)
         except Exception as exc:  # noqa: BLE001 - inputs are validated; whatever else happens, stay up
             self.problem("output", f"not publishing: the computation failed: {exc!r}", now)
+            self._hold_after_failure(plan, state, exc, now)
+
+    def _hold_after_failure(self, plan: Plan, state: JointStateMerger, exc: Exception, now: int) -> None:
+        """effort_command after an unexpected failure of the message's computation: the gravity hold of
+        the measured positions (the command never goes silent while a hold can be computed)."""
+        source = plan.settings.command_source
+        if source == "none" or not self._listeners()[4]:  # (effort_command heard)
+            return
+        try:
+            compute_terms(plan.data, state.q, None, GRAVITY)
+            self._publish_command(plan, source, None, plan.data.g, (("law", f"the computation failed: {exc!r}"),),
+                                  now)
+        except Exception as again:  # noqa: BLE001 - nothing to fall back to: said, and the node stays up
+            self.problem("output", f"effort_command not published: the gravity hold failed too: {again!r}", now)
 
     def _on_desired_accelerations(self, msg: Float64MultiArray) -> None:
         now = time.monotonic_ns()

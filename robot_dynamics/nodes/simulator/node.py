@@ -40,7 +40,6 @@ import numpy as np
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -49,7 +48,7 @@ from std_srvs.srv import SetBool, Trigger
 import robot_dynamics as rd
 from robot_dynamics.simulation.simulator import SimulationError, Simulator
 
-from ..common.base import RobotNode
+from ..common.base import COMMAND_INPUT_QOS, RobotNode
 from ..common.cdr import JointStateWriter
 from ..common.contact_messages import WrenchWriter
 from ..common.converters import stamp_of
@@ -61,10 +60,6 @@ from ...simulation.drives import Commands, drive_torques
 from .inputs import effort_command, external_wrench, named_efforts
 from .diagnostics import simulation_status
 from .plan import PARAMETERS, Plan, Settings, coerce_setting, make_plan, configure
-
-#: joint_states, /clock: reliable publishers match reliable and best-effort subscribers.
-#: Command inputs: a best-effort subscription matches any publisher.
-INPUT_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
 
 TICK_BUDGET = 0.010        # s of wall time spent integrating per timer callback before yielding
 MAX_LAG = 0.2              # s of simulated time behind the pace before the pace is re-anchored
@@ -85,9 +80,9 @@ class SimulatorNode(RobotNode):
         self._stats_wall, self._stats_sim = time.monotonic(), 0.0
 
         self._pub_states = self.publisher(JointState, "joint_states")
-        self.subscription(Float64MultiArray, "effort_command", self._on_effort_command, INPUT_QOS)
-        self.subscription(JointState, "effort_command_named", self._on_effort_command_named, INPUT_QOS)
-        self.subscription(WrenchStamped, "external_wrench", self._on_external_wrench, INPUT_QOS)
+        self.subscription(Float64MultiArray, "effort_command", self._on_effort_command, COMMAND_INPUT_QOS)
+        self.subscription(JointState, "effort_command_named", self._on_effort_command_named, COMMAND_INPUT_QOS)
+        self.subscription(WrenchStamped, "external_wrench", self._on_external_wrench, COMMAND_INPUT_QOS)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_service(SetBool, "~/pause", self._on_pause)
         self._tick = None

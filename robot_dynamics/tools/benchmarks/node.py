@@ -64,7 +64,7 @@ def echo_node_class():
 
     from robot_dynamics.nodes.common.converters import as_float_array
     from robot_dynamics.nodes.common.base import OUTPUT_QOS
-    from robot_dynamics.nodes.dynamics.node import JOINT_STATES_QOS
+    from robot_dynamics.nodes.common.base import JOINT_STATES_QOS
 
     class EchoNode(Node):
         """Answers every JointState with a JointState of the same stamp, names and size."""
@@ -121,7 +121,7 @@ class Driver:
         from std_msgs.msg import Float64MultiArray
 
         from robot_dynamics.nodes.common.base import OUTPUT_QOS
-        from robot_dynamics.nodes.dynamics.node import COMMAND_INPUT_QOS, JOINT_STATES_QOS
+        from robot_dynamics.nodes.common.base import COMMAND_INPUT_QOS, JOINT_STATES_QOS
 
         self.node, self.executor = node, executor
         self.names = list(names)

@@ -121,7 +121,7 @@ def flooder(namespace: str, duration: float) -> int:
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
     import robot_dynamics as rd
-    from robot_dynamics.nodes.dynamics.node import COMMAND_INPUT_QOS, JOINT_STATES_QOS
+    from robot_dynamics.nodes.common.base import COMMAND_INPUT_QOS, JOINT_STATES_QOS
 
     names = list(rd.load_urdf(robot_urdf("panda7")).joint_names)
     with rclpy.init(args=[]) as init:
