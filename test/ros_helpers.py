@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from robot_dynamics.tools import processes
+from robot_dynamics.tools.spinning import SpunNode
 
 
 REPO = Path(__file__).resolve().parents[1]
@@ -102,52 +103,16 @@ class Collector:
             return [m for m in self.messages if predicate(m)]
 
 
-class RosHarness:
+class RosHarness(SpunNode):
     """A test node in this process with its own context, spun by a SingleThreadedExecutor thread."""
 
     def __init__(self, name: str = "test_harness", namespace: str = ""):
-        import rclpy
-        from rclpy.context import Context
-        from rclpy.executors import SingleThreadedExecutor
-
-        self.context = Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node(name, namespace=namespace, context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self._extra_nodes = []
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self):
-        from rclpy.executors import ExternalShutdownException
-
-        try:
-            while self.context.ok():
-                self.executor.spin_once(timeout_sec=0.05)
-        except (ExternalShutdownException, Exception):  # noqa: BLE001 - context shut down at teardown
-            pass
-
-    def add_node(self, name: str, namespace: str = "", **kwargs):
-        """Another node in this process (e.g. a fake robot_state_publisher)."""
-        import rclpy
-
-        node = rclpy.create_node(name, namespace=namespace, context=self.context, **kwargs)
-        self.executor.add_node(node)
-        self._extra_nodes.append(node)
-        return node
+        super().__init__(name, namespace)
 
     def remove_node(self, node):
         self.executor.remove_node(node)
         node.destroy_node()
-        self._extra_nodes.remove(node)
-
-    def close(self):
-        self.context.try_shutdown()
-        self._thread.join(5.0)
-        for node in self._extra_nodes:
-            node.destroy_node()
-        self.node.destroy_node()
+        self._nodes.remove(node)
 
     def publisher(self, msg_type, topic: str, qos=10):
         return self.node.create_publisher(msg_type, topic, qos)

@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from .graph import fully_qualified_name
+from .spinning import SpunNode
 
 #: s of DDS discovery after which a graph already running is known: a new participant learns of
 #: another's publishers within 0.1-2.6 s here (localhost discovery)
@@ -63,20 +64,13 @@ class GraphWatch:
     JointTrajectory) or ``desired_pose`` (task space, a PoseStamped)."""
 
     def __init__(self, namespace="", clock_topic=None, desired="desired_state"):
-        import rclpy
-        from rclpy.context import Context
-        from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import qos_profile_sensor_data
         from sensor_msgs.msg import JointState
         from trajectory_msgs.msg import JointTrajectory
 
-        self.context = Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node(f"robot_dynamics_sim_{os.getpid()}", namespace=namespace or "",
-                                      context=self.context)
+        self._spun = SpunNode(f"robot_dynamics_sim_{os.getpid()}", namespace)
+        self.context, self.node = self._spun.context, self._spun.node
         self.created = time.monotonic()  # (its DDS discovery starts)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
         self.lock = threading.Lock()
         self.desired = desired
         self.topics = {name: Topic() for name in ("joint_states", "gravity_torques", desired,
@@ -101,20 +95,9 @@ class GraphWatch:
             from rosgraph_msgs.msg import Clock
 
             self.node.create_subscription(Clock, clock_topic, self._on_clock, 10)
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self):
-        try:
-            while self.context.ok():
-                self.executor.spin_once(timeout_sec=0.05)
-        except Exception:  # noqa: BLE001 - the context is shut down when the command ends
-            pass
 
     def close(self):
-        self.context.try_shutdown()
-        self._thread.join(5.0)
-        self.node.destroy_node()
+        self._spun.close()
 
     def _counter(self, name):
         def on_message(msg):

@@ -8,16 +8,14 @@ import time
 import numpy as np
 
 from ...control.laws import joint_pd, position_error
+from ..spinning import SpunNode
 
 
 class Recorder:
     """An rclpy node that records the demo topics and, in the PD run, closes the loop itself."""
 
     def __init__(self, model, namespace=""):
-        import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
-        from rclpy.context import Context
-        from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray
@@ -27,11 +25,8 @@ class Recorder:
         self.model = model
         self.names = tuple(model.joint_names)
         self.continuous = model.continuous
-        self.context = Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node(f"robot_dynamics_demo_{os.getpid()}", namespace=namespace, context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
+        self._spun = SpunNode(f"robot_dynamics_demo_{os.getpid()}", namespace)
+        self.context, self.node = self._spun.context, self._spun.node
         self.lock = threading.Lock()
         self.run = None
         self.pd_gains = None
@@ -43,20 +38,9 @@ class Recorder:
         self.node.create_subscription(JointState, "computed_torques", self._on_torques, qos_profile_sensor_data)
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, 10)
         self._index_cache = {}
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self):
-        try:
-            while self.context.ok():
-                self.executor.spin_once(timeout_sec=0.05)
-        except Exception:  # noqa: BLE001 - the context is shut down at the end of the demo
-            pass
 
     def close(self):
-        self.context.try_shutdown()
-        self._thread.join(5.0)
-        self.node.destroy_node()
+        self._spun.close()
 
     @staticmethod
     def _seconds(stamp):
