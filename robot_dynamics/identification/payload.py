@@ -197,10 +197,11 @@ def estimate_payload(recording, model, link, cutoff=DEFAULT_CUTOFF, drive=DriveS
     if not np.any(model.gravity):
         raise IdentificationError("the model has no gravity: a payload's mass shows only through gravity or motion")
     problem = payload_problem(model, link, friction=False)  # (an unknown link, or one on the base: refused)
-    samples = prepared(recording, model, cutoff, drive)  # (a recording without efforts: refused)
-    if not np.any(samples.tau):
+    efforts = recording.series["tau"].values()
+    if efforts and not any(np.any(values[np.isfinite(values)]) for _, values in efforts):
         raise IdentificationError(f"{recording.source}: every effort is 0: the driver does not report joint torques, "
                                   "and a payload shows only in them")
+    samples = prepared(recording, model, cutoff, drive)  # (a recording without efforts: refused)
     rest = at_rest(samples)
     window = float(samples.t[-1] - samples.t[0]) if len(samples.t) > 1 else 0.0
     dt = float(np.median(np.diff(samples.t))) if len(samples.t) > 1 else 0.0
