@@ -122,3 +122,12 @@ def test_cli_refuses_a_recording_of_one_orientation_with_the_reason(tmp_path, he
     done = _cli("estimate-payload", "one.csv", "--urdf", "arm7_gripper", "--link", LINK, cwd=tmp_path)
     assert done.returncode == 2
     assert "payload not estimated: too few distinct poses" in done.stderr
+
+
+def test_demo_payload_estimates_the_3_kg_and_tracks_better_after(tmp_path):
+    done = _cli("demo-payload", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    before = float(done.stdout.split("before: tracking error RMS ")[1].split()[0])
+    after = float(done.stdout.split("after:  tracking error RMS ")[1].split()[0])
+    mass = float(done.stdout.split("  mass ")[1].split()[0])
+    assert abs(mass - 3.0) < 0.06 and after < before / 10, done.stdout
