@@ -117,6 +117,18 @@ class Window:
         return t[keep], values[keep, 0], values[keep, 1], values[keep, 2]
 
 
+def estimate_window(plan, t, q, qd, effort):
+    """(PayloadEstimate, warnings) of a window's samples (no rclpy: runs in the fit's thread); ValueError says why not."""
+    from ...identification.payload import estimate_payload, recording_of
+    from ...identification.pipeline import DriveSettings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = estimate_payload(recording_of(plan.model.joint_names, t, q, qd, effort, "the window"),
+                                  plan.model, plan.link, drive=DriveSettings())
+    return result, [str(w.message) for w in caught]
+
+
 class PayloadEstimation:
     """See the module docstring."""
 
@@ -127,6 +139,7 @@ class PayloadEstimation:
         self._efforts = None
         self._publisher = None
         self._skipped = ""  # why the last fresh state was not kept ('' when it was)
+        self._busy = False  # a fit is running
 
     def install(self, node_plan) -> None:
         plan = node_plan.payload_estimation
@@ -187,43 +200,62 @@ class PayloadEstimation:
         regressor(plan.model, zeros, zeros, zeros)
 
     # --- the service -------------------------------------------------------------------------------
-    def _on_estimate(self, request, response):
+    async def _on_estimate(self, request, response):
+        """The fit runs in a thread while this coroutine waits (the executor keeps handling joint states:
+        the node's outputs never wait for it); the answer and the rest happen on the executor's thread."""
+        import threading
+
+        from rclpy.task import Future
+
         log = self.node.get_logger()
         try:
-            result, notes = self.estimate()
-        except ValueError as exc:  # IdentificationError, RecordingError: the reason
+            if self._busy:
+                raise ValueError("an estimate is being computed: ask again when it is answered")
+            plan, window = self.plan, self._snapshot()
+        except ValueError as exc:
             response.success, response.message = False, f"payload not estimated: {exc}"
             log.warn(response.message)
             return response
+        self._busy, done = True, Future()
+
+        def fit():
+            try:
+                done.set_result(estimate_window(plan, *window))
+            except Exception as exc:  # noqa: BLE001 - every failure is the answer's reason
+                done.set_result(exc)
+
+        threading.Thread(target=fit, name="payload_estimation", daemon=True).start()
+        try:
+            outcome = await done
+        finally:
+            self._busy = False
+        if isinstance(outcome, Exception):
+            reason = str(outcome) if isinstance(outcome, ValueError) else f"the fit failed: {outcome!r}"
+            response.success, response.message = False, f"payload not estimated: {reason}"
+            log.warn(response.message)
+            return response
+        result, notes = outcome
         self._publish(result)
         lines = result.report_lines() + [f"  note: {note}" for note in notes]
         lines += ["to apply it, set payload.* (payload_estimation.apply: true does it on each estimate):",
                   *result.set_commands(self.node.get_name()), "or in a params file:",
                   result.parameters_yaml(self.node.get_name()).rstrip()]
-        if self.plan.apply:
+        if plan.apply and self.plan is not None:
             lines.insert(0, self._apply(result))
         response.success, response.message = True, "\n".join(lines)
         log.info(response.message)
         return response
 
-    def estimate(self):
-        """(PayloadEstimate, warnings) from the window; ValueError with the reason."""
-        from ...identification.payload import estimate_payload, recording_of
-        from ...identification.pipeline import DriveSettings
-
-        plan = self.plan
-        if plan is None:
+    def _snapshot(self):
+        """(t, q, qd, effort) of the window, copies; ValueError when it holds no state with efforts."""
+        if self.plan is None:
             raise ValueError("payload_estimation.enabled is false")
-        t, q, qd, effort = self._window.last(plan.window)
+        t, q, qd, effort = self._window.last(self.plan.window)
         if len(t) < 2:
             reason = f" ({self._skipped})" if self._skipped else ""
             raise ValueError(f"no joint states with efforts in the window{reason}: a payload shows only in the measured "
                              "joint torques; the joint_states publisher must fill effort for every joint")
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            result = estimate_payload(recording_of(plan.model.joint_names, t, q, qd, effort, "the window"),
-                                      plan.model, plan.link, drive=DriveSettings())
-        return result, [str(w.message) for w in caught]
+        return t, q, qd, effort
 
     def _publish(self, result) -> None:
         from geometry_msgs.msg import InertiaStamped
