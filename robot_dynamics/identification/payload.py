@@ -126,7 +126,7 @@ class PayloadEstimate:
             how = f"from motion ({self.window_seconds:.1f} s, {self.samples} filtered samples)"
         c, sc = self.com, self.com_sigma
         lines = [f"payload on {self.link} {how}:",
-                 f"  mass {self.mass:.4g} kg +- {self.sigma[0]:.2g}",
+                 f"  mass {self.mass:.4f} kg +- {self.sigma[0]:.2g}",
                  "  centre of mass (link frame) [" + ", ".join(f"{v:.4f}" for v in c) + "] m +- ["
                  + ", ".join(f"{v:.2g}" for v in sc) + "]"]
         if self.inertia_determined:
