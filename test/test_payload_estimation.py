@@ -131,3 +131,20 @@ def test_demo_payload_estimates_the_3_kg_and_tracks_better_after(tmp_path):
     after = float(done.stdout.split("after:  tracking error RMS ")[1].split()[0])
     mass = float(done.stdout.split("  mass ")[1].split()[0])
     assert abs(mass - 3.0) < 0.06 and after < before / 10, done.stdout
+
+
+def test_the_node_refuses_an_estimate_that_payload_parameters_would_refuse(arm):
+    from dataclasses import replace
+
+    from robot_dynamics.nodes.dynamics.payload import estimate_window
+    from robot_dynamics.nodes.dynamics.plan import Settings, make_plan
+
+    plan = make_plan(arm, replace(Settings(), payload_estimation_enabled=True, payload_link=LINK))
+    q = np.repeat(POSES, 200, axis=0)  # four poses held still, 200 samples each
+    t = np.arange(len(q)) * 0.01
+    far = arm.with_payload(LINK, 0.5, [2.5, 0.0, 0.0], [0.0] * 6)  # its centre of mass beyond the arm's reach
+    with pytest.raises(ValueError, match="not plausible: payload.com .* beyond the robot's reach"):
+        estimate_window(plan.payload_estimation, plan.plausibility, t, q, 0 * q, rd.gravity_torques(far, q))
+    near = arm.with_payload(LINK, 0.5, [0.1, 0.0, 0.0], [0.0] * 6)
+    result, _ = estimate_window(plan.payload_estimation, plan.plausibility, t, q, 0 * q, rd.gravity_torques(near, q))
+    assert abs(result.mass - 0.5) < 0.01 and np.linalg.norm(result.com - [0.1, 0, 0]) < 2e-3  # (steps: filtered)

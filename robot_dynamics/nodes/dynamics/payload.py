@@ -117,15 +117,24 @@ class Window:
         return t[keep], values[keep, 0], values[keep, 1], values[keep, 2]
 
 
-def estimate_window(plan, t, q, qd, effort):
-    """(PayloadEstimate, warnings) of a window's samples (no rclpy: runs in the fit's thread); ValueError says why not."""
+def estimate_window(plan, plausibility, t, q, qd, effort):
+    """(PayloadEstimate, warnings) of a window's samples (no rclpy: runs in the fit's thread); ValueError says why
+    not, an estimate that ``payload.*`` would refuse included (the rule of every output: what the node would not
+    take as input, it does not publish)."""
     from ...identification.payload import estimate_payload, recording_of
     from ...identification.pipeline import DriveSettings
+    from ..common.safety import check_payload
 
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught:  # (the window's notes go into the answer)
         warnings.simplefilter("always")
         result = estimate_payload(recording_of(plan.model.joint_names, t, q, qd, effort, "the window"),
                                   plan.model, plan.link, drive=DriveSettings())
+    if not np.all(np.isfinite(result.theta)):
+        raise ValueError("the estimate is not finite")
+    try:
+        check_payload(plausibility, result.mass, result.com)
+    except ValueError as exc:
+        raise ValueError(f"the estimate is not plausible: {exc}") from None
     return result, [str(w.message) for w in caught]
 
 
@@ -211,7 +220,7 @@ class PayloadEstimation:
         try:
             if self._busy:
                 raise ValueError("an estimate is being computed: ask again when it is answered")
-            plan, window = self.plan, self._snapshot()
+            plan, plausibility, window = self.plan, self._node_plan.plausibility, self._snapshot()
         except ValueError as exc:
             response.success, response.message = False, f"payload not estimated: {exc}"
             log.warn(response.message)
@@ -220,7 +229,7 @@ class PayloadEstimation:
 
         def fit():
             try:
-                done.set_result(estimate_window(plan, *window))
+                done.set_result(estimate_window(plan, plausibility, *window))
             except Exception as exc:  # noqa: BLE001 - every failure is the answer's reason
                 done.set_result(exc)
 
