@@ -140,11 +140,12 @@ def test_the_node_refuses_an_estimate_that_payload_parameters_would_refuse(arm):
     from robot_dynamics.nodes.dynamics.plan import Settings, make_plan
 
     plan = make_plan(arm, replace(Settings(), payload_estimation_enabled=True, payload_link=LINK))
-    q = np.repeat(POSES, 200, axis=0)  # four poses held still, 200 samples each
-    t = np.arange(len(q)) * 0.01
+    trajectory = held_poses(POSES, hold=2.0, move=1.0)
+    t = np.arange(0.0, held_duration(4, 2.0, 1.0), 0.005)
+    q, qd, qdd = (np.array(values) for values in zip(*(trajectory(time) for time in t)))
     far = arm.with_payload(LINK, 0.5, [2.5, 0.0, 0.0], [0.0] * 6)  # its centre of mass beyond the arm's reach
     with pytest.raises(ValueError, match="not plausible: payload.com .* beyond the robot's reach"):
-        estimate_window(plan.payload_estimation, plan.plausibility, t, q, 0 * q, rd.gravity_torques(far, q))
+        estimate_window(plan.payload_estimation, plan.plausibility, t, q, qd, rd.inverse_dynamics(far, q, qd, qdd))
     near = arm.with_payload(LINK, 0.5, [0.1, 0.0, 0.0], [0.0] * 6)
-    result, _ = estimate_window(plan.payload_estimation, plan.plausibility, t, q, 0 * q, rd.gravity_torques(near, q))
-    assert abs(result.mass - 0.5) < 0.01 and np.linalg.norm(result.com - [0.1, 0, 0]) < 2e-3  # (steps: filtered)
+    result, _ = estimate_window(plan.payload_estimation, plan.plausibility, t, q, qd, rd.inverse_dynamics(near, q, qd, qdd))
+    assert abs(result.mass - 0.5) < 1e-3 and np.linalg.norm(result.com - [0.1, 0, 0]) < 1e-4

@@ -50,6 +50,7 @@ from .visibility import WORDS, classify
 
 REST_VELOCITY = 0.02       # rad/s (m/s): every joint slower than this, and ...
 REST_ACCELERATION = 0.2    # rad/s^2 (m/s^2): ... accelerating less: a sample at rest
+SETTLE_PERIODS = 2.0       # of the cut-off: samples this near a motion are not at rest
 MIN_MOVING_FRACTION = 0.5  # of the window's samples moving: an excitation (all ten parameters)
 MIN_REST_SAMPLES = 8       # filtered samples at rest (10 Hz cut-off: 40 a second), at least
 MIN_TILT_DEG = 20.0        # between two orientations of the link relative to gravity that count as distinct
@@ -173,9 +174,16 @@ def recording_of(joint_names, t, q, qd, tau, source="window"):
     return recording
 
 
-def at_rest(samples):
-    """(N,) bool: every joint slower than ``REST_VELOCITY`` and accelerating less than ``REST_ACCELERATION``."""
-    return (np.abs(samples.qd).max(axis=1) < REST_VELOCITY) & (np.abs(samples.qdd).max(axis=1) < REST_ACCELERATION)
+def at_rest(samples, cutoff=DEFAULT_CUTOFF):
+    """(N,) bool: every joint slower than ``REST_VELOCITY`` and accelerating less than ``REST_ACCELERATION``,
+    and so for ``SETTLE_PERIODS`` periods of the low-pass's cut-off either side (its response to a
+    motion rings on after it: such samples mix the motion's torques into the pose's)."""
+    still = (np.abs(samples.qd).max(axis=1) < REST_VELOCITY) & (np.abs(samples.qdd).max(axis=1) < REST_ACCELERATION)
+    if len(samples.t) < 2:
+        return still
+    reach = int(np.ceil(SETTLE_PERIODS / cutoff / np.median(np.diff(samples.t))))
+    moving = np.convolve(~still, np.ones(2 * reach + 1), mode="same") > 0
+    return ~moving
 
 
 def orientations(model, link, q):
@@ -202,7 +210,7 @@ def estimate_payload(recording, model, link, cutoff=DEFAULT_CUTOFF, drive=DriveS
         raise IdentificationError(f"{recording.source}: every effort is 0: the driver does not report joint torques, "
                                   "and a payload shows only in them")
     samples = prepared(recording, model, cutoff, drive)  # (a recording without efforts: refused)
-    rest = at_rest(samples)
+    rest = at_rest(samples, cutoff)
     window = float(samples.t[-1] - samples.t[0]) if len(samples.t) > 1 else 0.0
     dt = float(np.median(np.diff(samples.t))) if len(samples.t) > 1 else 0.0
     if 1 - rest.mean() >= MIN_MOVING_FRACTION:
