@@ -109,7 +109,7 @@ def run_demo(args, out, err):
         raise ValueError(f"--mass must be in (0, 20] kg, got {args.mass}")
     if not (math.isfinite(args.offset) and abs(args.offset) <= 0.3):
         raise ValueError(f"--offset must be within 0.3 m, got {args.offset}")
-    compile_and_report(("simulator", "library"), "the dynamics kernels", lambda line: err.write(line + "\n"))
+    compile_and_report(("dynamics_node", "simulator", "library"), "the dynamics kernels", lambda line: err.write(line + "\n"))
     path = bundled_urdf(ROBOT)
     com = (args.offset, 0.0, 0.05)
     controller = rd.load_urdf(path)

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..common.parameters import Parameter, bounded_float
+from ..common.parameters import Parameter, Rejected, bounded_float
+from .contact_plan import EffortTracker, stamp_seconds
 
 __all__ = ["PAYLOAD_ESTIMATION_FIELDS", "PAYLOAD_ESTIMATION_PARAMETERS", "PAYLOAD_ESTIMATION_TOPICS",
            "PayloadEstimation", "coerce_payload_estimation", "compile_payload_estimation"]
@@ -125,7 +126,9 @@ def estimate_window(plan, plausibility, t, q, qd, effort):
     from ...identification.pipeline import DriveSettings
     from ..common.safety import check_payload
 
-    with warnings.catch_warnings(record=True) as caught:  # (the window's notes go into the answer)
+    # (the window's notes go into the answer; catch_warnings is process-wide while the fit runs, so a warning of
+    # the node's own thread meanwhile lands there too rather than in the log)
+    with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = estimate_payload(recording_of(plan.model.joint_names, t, q, qd, effort, "the window"),
                                   plan.model, plan.link, drive=DriveSettings())
@@ -156,8 +159,6 @@ class PayloadEstimation:
         if plan is None:
             self._window = None
             return
-        from .contact_plan import EffortTracker
-
         if old is None or old.model.joint_names != plan.model.joint_names or old.window != plan.window:
             self._window = Window(plan.window, plan.model.nv)
         if self._efforts is None or self._efforts.plausibility is not node_plan.plausibility:
@@ -176,9 +177,6 @@ class PayloadEstimation:
         """A joint_states message: its efforts, and the state it completes into the window."""
         if self.plan is None:
             return
-        from ..common.parameters import Rejected
-        from .contact_plan import stamp_seconds
-
         try:
             self._efforts.update(msg.name, msg.effort, now)
         except Rejected as exc:
