@@ -13,6 +13,7 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy is not installed (pip install .[ros])")
 
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import InertiaStamped  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
@@ -81,6 +82,7 @@ def _play(harness, publisher, run, efforts=True, speed=4.0, t0=1000.0):
 def test_the_service_refuses_without_efforts_then_estimates_and_publishes_the_payload(dynamics, harness, held):
     states = harness.publisher(JointState, "joint_states")
     estimates = harness.collect(InertiaStamped, "payload_estimate", qos=LATCHED)
+    diagnostics = harness.collect(DiagnosticArray, "/diagnostics", qos=10)
     harness.wait_for_subscriber(states)
 
     answer = _estimate(harness)
@@ -111,3 +113,9 @@ def test_the_service_refuses_without_efforts_then_estimates_and_publishes_the_pa
     applied_mass, applied_com = harness.get_parameters(DYNAMICS, ["payload.mass", "payload.com"])
     assert abs(applied_mass - MASS) < 0.02 * MASS and np.linalg.norm(np.array(applied_com) - COM) < 5e-3
     wait_until(lambda: "applied to the live model" in dynamics.log(), what="the answer in the node's log")
+
+    def estimated(array):
+        return any("payload estimation" in status.name and any(
+            value.key == "last estimate" and " kg at " in value.value for value in status.values) for status in array.status)
+
+    assert diagnostics.wait_for(estimated, timeout=10.0, what="the estimate in /diagnostics")

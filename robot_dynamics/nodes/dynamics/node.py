@@ -416,6 +416,9 @@ class DynamicsNode(RobotNode):
         contact = self._contact.status(now, period)
         if contact is not None:
             statuses.append(contact)
+        payload = self._payload.status()
+        if payload is not None:
+            statuses.append(payload)
 
         self._stats_reset(now)
         return self.diagnostic_array(statuses)

@@ -152,6 +152,7 @@ class PayloadEstimation:
         self._publisher = None
         self._skipped = ""  # why the last fresh state was not kept ('' when it was)
         self._busy = False  # a fit is running
+        self._last = ""  # the last answer's first line
 
     def install(self, node_plan) -> None:
         plan = node_plan.payload_estimation
@@ -239,10 +240,12 @@ class PayloadEstimation:
         if isinstance(outcome, Exception):
             reason = str(outcome) if isinstance(outcome, ValueError) else f"the fit failed: {outcome!r}"
             response.success, response.message = False, f"payload not estimated: {reason}"
+            self._last = response.message
             log.warn(response.message)
             return response
         result, notes = outcome
         self._publish(result)
+        self._last = f"{result.mass:.4g} kg at {np.round(result.com, 4).tolist()} m ({result.mode})"
         lines = result.report_lines() + [f"  note: {note}" for note in notes]
         lines += ["to apply it, set payload.* (payload_estimation.apply: true does it on each estimate):",
                   *result.set_commands(self.node.get_name()), "or in a params file:",
@@ -263,6 +266,23 @@ class PayloadEstimation:
             raise ValueError(f"no joint states with efforts in the window{reason}: a payload shows only in the measured "
                              "joint torques; the joint_states publisher must fill effort for every joint")
         return t, q, qd, effort
+
+    def status(self):
+        """The ``payload estimation`` diagnostics status, or None when off."""
+        if self.plan is None:
+            return None
+        from diagnostic_msgs.msg import DiagnosticStatus
+
+        window = self._window
+        newest = window.t[window.next - 1] if window.count else 0.0
+        span = newest - window.t[(window.next - window.count) % window.size] if window.count else 0.0
+        text = f"{min(span, self.plan.window):.1f} s of joint states with efforts in the window"
+        level = DiagnosticStatus.OK
+        if self._skipped:
+            level, text = DiagnosticStatus.WARN, f"joint states not kept for the payload: {self._skipped}"
+        values = [("link", self.plan.link), ("window (s)", f"{self.plan.window:g}"), ("apply", str(self.plan.apply)),
+                  ("last estimate", self._last or "none")]
+        return ("payload estimation", level, text, values)
 
     def _publish(self, result) -> None:
         from geometry_msgs.msg import InertiaStamped
