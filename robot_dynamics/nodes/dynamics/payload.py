@@ -99,14 +99,17 @@ class Window:
         self.values = np.zeros((self.size, 3, n))
         self.count = self.next = 0
 
-    def add(self, t: float, q, qd, effort) -> None:
+    def add(self, t: float, q, qd, effort, sign) -> None:
+        """Keep (t, q, qd, sign * effort), unless ``t`` is within ``1 / MAX_RATE`` after the last sample kept."""
         if self.count and 0.0 <= t - self.t[self.next - 1] < 1.0 / MAX_RATE:
             return
         if self.count and t < self.t[self.next - 1]:  # (a clock that jumped back: the old samples are another run)
             self.count = self.next = 0
         k = self.next
         self.t[k] = t
-        self.values[k, 0], self.values[k, 1], self.values[k, 2] = q, qd, effort
+        row = self.values[k]
+        row[0], row[1] = q, qd
+        np.multiply(sign, effort, out=row[2])
         self.next = (k + 1) % self.size
         self.count = min(self.count + 1, self.size)
 
@@ -164,6 +167,7 @@ class PayloadEstimation:
             self._window = Window(plan.window, plan.model.nv)
         if self._efforts is None or self._efforts.plausibility is not node_plan.plausibility:
             self._efforts = EffortTracker(plan.model.joint_names, node_plan.plausibility)
+            self._ages = np.empty((3, plan.model.nv), dtype=np.int64)
         if self._publisher is None:
             self._load_fit(plan)
             from geometry_msgs.msg import InertiaStamped
@@ -186,14 +190,16 @@ class PayloadEstimation:
         if not fresh:
             return
         limit = now - self._node_plan.state_timeout_ns
-        missing = self._efforts.missing(limit, self.plan.model.joint_names)
-        if not missing and min(state.q_ns.min(), state.qd_ns.min()) < limit:
-            missing = state.missing(state.q_ns, now, "position") or state.missing(state.qd_ns, now, "velocity")
-        self._skipped = missing
-        if not missing:
-            stamp = msg.header.stamp
-            self._window.add(stamp_seconds(stamp.sec, stamp.nanosec, now), state.q, state.qd,
-                             self.plan.sign * self._efforts.effort)
+        ages = self._ages
+        ages[0], ages[1], ages[2] = state.q_ns, state.qd_ns, self._efforts.effort_ns
+        if ages.min() < limit:  # (one reduction in the common case; the reason only when something is old)
+            self._skipped = (self._efforts.missing(limit, self.plan.model.joint_names)
+                             or state.missing(state.q_ns, now, "position") or state.missing(state.qd_ns, now, "velocity"))
+            return
+        self._skipped = ""
+        stamp = msg.header.stamp
+        self._window.add(stamp_seconds(stamp.sec, stamp.nanosec, now), state.q, state.qd, self._efforts.effort,
+                         self.plan.sign)
 
     @staticmethod
     def _load_fit(plan) -> None:
