@@ -109,6 +109,18 @@ def _cli(*args, cwd):
 def test_cli_estimates_the_payload_from_a_csv_recording(tmp_path, held):
     write_csv(tmp_path / "held.csv", held.joint_names, held.t, held.q, held.qd, held.tau)
     done = _cli("estimate-payload", "held.csv", "--urdf", "arm7_gripper", "--link", LINK, cwd=tmp_path)
+    _check_cli_answer(done)
+
+
+def test_cli_estimates_the_payload_from_a_rosbag2_recording(tmp_path, held):
+    from robot_dynamics.identification.recording import joint_state_messages, write_rosbag
+
+    write_rosbag(tmp_path / "held_bag", joint_state_messages(held.joint_names, held.t, held.q, held.qd, held.tau),
+                 storage="mcap")
+    _check_cli_answer(_cli("estimate-payload", "held_bag", "--urdf", "arm7_gripper", "--link", LINK, cwd=tmp_path))
+
+
+def _check_cli_answer(done):
     assert done.returncode == 0, done.stderr
     mass = float(done.stdout.split("payload.mass ")[1].split()[0])
     assert abs(mass - MASS) < 0.02 * MASS
