@@ -263,11 +263,7 @@ def _from_poses(problem, rest, link, window, rest_seconds):
     if not x[0] > 0:
         raise IdentificationError(f"the poses give a mass of {x[0]:.3g} kg on {link} (<= 0): no payload, or efforts with "
                                   "the wrong sign (external_torque.effort_sign, --effort-sign)")
-    theta = np.zeros(10)
-    theta[:GRAVITY_PARAMETERS] = x
-    m, c = x[0], x[1:4] / x[0]
-    theta[4:] = m * np.array([c[1]**2 + c[2]**2, -c[0] * c[1], -c[0] * c[2], c[0]**2 + c[2]**2, -c[1] * c[2],
-                              c[0]**2 + c[1]**2])  # a point mass at c (Steiner): consistent, inertia about c = 0
+    theta = inertial_parameters_about_origin(x[0], x[1:4] / x[0], np.zeros((3, 3)))  # a point mass: consistent
     sigma = np.full(10, np.nan)
     sigma[:GRAVITY_PARAMETERS] = np.sqrt(np.maximum(np.diag(covariance), 0))
     determined = np.arange(10) < GRAVITY_PARAMETERS
