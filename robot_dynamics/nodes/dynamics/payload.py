@@ -176,7 +176,12 @@ class PayloadEstimation:
             from .contact_outputs import LATCHED_QOS
 
             self._publisher = self.node.publisher(InertiaStamped, "payload_estimate", LATCHED_QOS)
-            self.node.create_service(Trigger, "~/estimate_payload", self._on_estimate)
+            from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+
+            # (its own group: the default one is mutually exclusive, so the waiting coroutine would hold
+            # every joint_states callback until the fit is done)
+            self.node.create_service(Trigger, "~/estimate_payload", self._on_estimate,
+                                     callback_group=MutuallyExclusiveCallbackGroup())
 
     def take(self, msg, state, fresh: bool, now: int) -> None:
         """A joint_states message: its efforts, and the state it completes into the window."""
