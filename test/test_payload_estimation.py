@@ -161,3 +161,12 @@ def test_the_node_refuses_an_estimate_that_payload_parameters_would_refuse(arm):
     near = arm.with_payload(LINK, 0.5, [0.1, 0.0, 0.0], [0.0] * 6)
     result, _ = estimate_window(plan.payload_estimation, plan.plausibility, t, q, qd, rd.inverse_dynamics(near, q, qd, qdd))
     assert abs(result.mass - 0.5) < 1e-3 and np.linalg.norm(result.com - [0.1, 0, 0]) < 1e-4
+
+
+def test_a_gap_in_the_windows_clock_is_left_out_not_interpolated(arm, held):
+    """Two sessions of held poses 4.5 s apart (joint states not kept in between): the resampling's straight
+    line across the gap is no state of the arm (interpolated, it put the mass 6 % off)."""
+    t = np.concatenate([held.t, held.t + 25.0])
+    twice = [np.concatenate([values, values]) for values in (held.q, held.qd, held.tau)]
+    result = estimate_payload(recording_of(held.joint_names, t, *twice), arm, LINK)
+    assert abs(result.mass - MASS) < 0.02 * MASS and np.linalg.norm(result.com - COM) < 5e-3

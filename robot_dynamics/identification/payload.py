@@ -44,7 +44,7 @@ from .identify import estimate as identify_estimate, payload_problem
 from .parameters import PARAMETER_NAMES, condition_number, is_physically_consistent, mass_com_inertia
 from .pipeline import DriveSettings, prepared
 from .report import payload_yaml
-from .samples import DEFAULT_CUTOFF, IdentificationError
+from .samples import DEFAULT_CUTOFF, IdentificationError, clock_gaps
 from .uncertainty import newey_west_covariance
 from .visibility import WORDS, classify
 
@@ -174,16 +174,21 @@ def recording_of(joint_names, t, q, qd, tau, source="window"):
     return recording
 
 
+def near(samples, flagged, cutoff=DEFAULT_CUTOFF):
+    """(N,) bool: within ``SETTLE_PERIODS`` periods of the low-pass's cut-off of a ``flagged`` sample (the
+    filter's response to it reaches that far either side)."""
+    if len(samples.t) < 2 or not flagged.any():
+        return flagged
+    reach = int(np.ceil(SETTLE_PERIODS / cutoff / np.median(np.diff(samples.t))))
+    return np.convolve(flagged, np.ones(2 * reach + 1), mode="same") > 0
+
+
 def at_rest(samples, cutoff=DEFAULT_CUTOFF):
     """(N,) bool: every joint slower than ``REST_VELOCITY`` and accelerating less than ``REST_ACCELERATION``,
-    and so for ``SETTLE_PERIODS`` periods of the low-pass's cut-off either side (its response to a
-    motion rings on after it: such samples mix the motion's torques into the pose's)."""
+    and not :func:`near` a sample that is not (the low-pass rings on after a motion: such samples mix the
+    motion's torques into the pose's)."""
     still = (np.abs(samples.qd).max(axis=1) < REST_VELOCITY) & (np.abs(samples.qdd).max(axis=1) < REST_ACCELERATION)
-    if len(samples.t) < 2:
-        return still
-    reach = int(np.ceil(SETTLE_PERIODS / cutoff / np.median(np.diff(samples.t))))
-    moving = np.convolve(~still, np.ones(2 * reach + 1), mode="same") > 0
-    return ~moving
+    return ~near(samples, ~still, cutoff)
 
 
 def orientations(model, link, q):
@@ -210,6 +215,12 @@ def estimate_payload(recording, model, link, cutoff=DEFAULT_CUTOFF, drive=DriveS
         raise IdentificationError(f"{recording.source}: every effort is 0: the driver does not report joint torques, "
                                   "and a payload shows only in them")
     samples = prepared(recording, model, cutoff, drive)  # (a recording without efforts: refused)
+    # samples the resampling invented across a gap in the clock (states not kept, a logger's drop-outs) longer
+    # than a quarter of the low-pass's period: out, with the filter's reach either side
+    gaps = clock_gaps(recording, model, samples.t, shortest=0.25 / cutoff)
+    samples = samples.part(~near(samples, gaps, cutoff))
+    if len(samples.t) < MIN_REST_SAMPLES:
+        raise IdentificationError(f"{recording.source}: too few samples outside the gaps in its clock")
     rest = at_rest(samples, cutoff)
     window = float(samples.t[-1] - samples.t[0]) if len(samples.t) > 1 else 0.0
     dt = float(np.median(np.diff(samples.t))) if len(samples.t) > 1 else 0.0
