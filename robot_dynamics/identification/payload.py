@@ -217,10 +217,12 @@ def estimate_payload(recording, model, link, cutoff=DEFAULT_CUTOFF, drive=DriveS
     samples = prepared(recording, model, cutoff, drive)  # (a recording without efforts: refused)
     # samples the resampling invented across a gap in the clock (states not kept, a logger's drop-outs) longer
     # than a quarter of the low-pass's period: out, with the filter's reach either side
-    gaps = clock_gaps(recording, model, samples.t, shortest=0.25 / cutoff)
-    samples = samples.part(~near(samples, gaps, cutoff))
-    if len(samples.t) < MIN_REST_SAMPLES:
-        raise IdentificationError(f"{recording.source}: too few samples outside the gaps in its clock")
+    gaps = near(samples, clock_gaps(recording, model, samples.t, shortest=0.25 / cutoff), cutoff)
+    if len(samples.t) - gaps.sum() < MIN_REST_SAMPLES:
+        raise IdentificationError(f"{recording.source}: {gaps.sum()} of its {len(samples.t)} filtered samples are in or "
+                                  f"near a gap in its clock (steps over {250 / cutoff:g} ms: states not kept, or "
+                                  "dropped): too few left")
+    samples = samples.part(~gaps)
     rest = at_rest(samples, cutoff)
     window = float(samples.t[-1] - samples.t[0]) if len(samples.t) > 1 else 0.0
     dt = float(np.median(np.diff(samples.t))) if len(samples.t) > 1 else 0.0
