@@ -26,16 +26,12 @@ import numpy as np
 from ..common.parameters import Parameter, Rejected, bounded_float
 from .contact_plan import EffortTracker, stamp_seconds
 
-__all__ = ["PAYLOAD_ESTIMATION_FIELDS", "PAYLOAD_ESTIMATION_PARAMETERS", "PAYLOAD_ESTIMATION_TOPICS",
+__all__ = ["PAYLOAD_ESTIMATION_PARAMETERS", "PAYLOAD_ESTIMATION_TOPICS",
            "PayloadEstimation", "coerce_payload_estimation", "compile_payload_estimation"]
 
 DEFAULT_WINDOW = 20.0  # s
 MAX_WINDOW = 120.0     # s: the window's memory (at most MAX_RATE samples a second) stays below 60 MB
 MAX_RATE = 2000.0      # Hz: samples closer than 1 / MAX_RATE to the last one kept are skipped
-
-#: Settings field -> default (the node's Settings carries these fields)
-PAYLOAD_ESTIMATION_FIELDS = {"payload_estimation_enabled": False, "payload_estimation_window": DEFAULT_WINDOW,
-                             "payload_estimation_apply": False}
 
 PAYLOAD_ESTIMATION_PARAMETERS = (
     Parameter("payload_estimation.enabled", False, "Keep a window of joint states with their efforts and offer "
