@@ -58,6 +58,11 @@ RUN_ELSEWHERE = {
         "test/test_sim.py::test_two_arms_side_by_side_each_on_its_own_clock",
     "./dev test test/test_plots.py -k validation": "test/test_cli.py::test_dev_test_runs_a_subset_and_prints_pytests_help_once",
     ".venv/bin/dynamics_node --urdf my_robot.urdf": "test/test_docs.py::test_your_own_robot_in_three_steps",
+    "robot-dynamics demo-payload": "test/test_payload_estimation.py::test_demo_payload_estimates_the_3_kg_and_tracks_better_after",
+    "robot-dynamics estimate-payload held.csv --urdf arm7_gripper --link arm7_hand":
+        "test/test_payload_estimation.py::test_cli_estimates_the_payload_from_a_csv_recording",
+    "ros2 service call /robot_dynamics/estimate_payload std_srvs/srv/Trigger":
+        "test/test_payload_node.py::test_the_service_refuses_without_efforts_then_estimates_and_publishes_the_payload",
     ".venv/bin/dynamics_node --urdf my_robot.urdf --executor events": "test/test_docs.py::test_your_own_robot_in_three_steps",
     ".venv/bin/dynamics_node --ros-args --params-file my_robot.yaml":
         "test/test_dynamics_node.py::test_panda_outputs_match_core_and_pinocchio",

@@ -57,6 +57,7 @@ COMMAND_KERNELS = {
     "mass-matrix": ("dynamics_node",),
     "excite": ("dynamics_node", "library"),
     "identify": ("dynamics_node", "library"),
+    "estimate-payload": ("dynamics_node", "library"),
     "demo": ("dynamics_node", "simulator"),  # the nodes': compiled once here, not by each at once
     "check-trajectory": ("dynamics_node", "library"),  # batched inverse dynamics; --friction
     "external-torques": ("dynamics_node",),

@@ -1,5 +1,6 @@
-"""``robot-dynamics demo`` (the closed-loop computed-torque demo over ROS 2) and ``demo-elastic``
-(computed torque on an elastic-joint arm, in process)."""
+"""``robot-dynamics demo`` (the closed-loop computed-torque demo over ROS 2), ``demo-elastic``
+(computed torque on an elastic-joint arm, in process) and ``demo-payload`` (a payload estimated and
+applied, in process)."""
 
 import sys
 
@@ -17,6 +18,12 @@ def register(commands):
                                   "the elastic model (in process, no ROS)")
     add_elastic_arguments(elastic)
     elastic.set_defaults(run=run_elastic_demo)
+    from ..tools.payload_demo import add_arguments as add_payload_arguments
+
+    payload = commands.add_parser("demo-payload", help="the arm given a payload its model does not know: tracking "
+                                  "before, the payload estimated from four held poses, tracking after (in process, no ROS)")
+    add_payload_arguments(payload)
+    payload.set_defaults(run=run_payload_demo)
 
 
 def run_demo(args):
@@ -41,5 +48,14 @@ def run_elastic_demo(args):
 
     try:
         return run(args, sys.stdout)
+    except ValueError as error:
+        raise CLIError(str(error)) from None
+
+
+def run_payload_demo(args):
+    from ..tools.payload_demo import run_demo as run
+
+    try:
+        return run(args, sys.stdout, sys.stderr)
     except ValueError as error:
         raise CLIError(str(error)) from None

@@ -128,9 +128,10 @@ def resample(recording, model, passive=()):
     return t, stack("q"), stack("qd") if with_velocity else None, stack("tau")
 
 
-def clock_gaps(recording, model, t):
+def clock_gaps(recording, model, t, shortest=0.0):
     """(N,) bool over the grid ``t`` of :func:`resample`: the samples interpolated inside a gap in the
-    recording's clock (a time step over ``GAP`` times the median, e.g. samples a logger dropped)."""
+    recording's clock (a time step over ``GAP`` times the median and over ``shortest`` s, e.g. samples a
+    logger dropped)."""
     from .drive import GAP
 
     stamps = np.unique(recording.series["q"][model.joint_names[0]][0])
@@ -139,7 +140,7 @@ def clock_gaps(recording, model, t):
     if len(stamps) < 3:
         return after
     steps = np.diff(stamps)
-    for k in np.flatnonzero(steps > GAP * np.median(steps)):
+    for k in np.flatnonzero(steps > max(GAP * np.median(steps), shortest)):
         after[(t > stamps[k]) & (t < stamps[k + 1] - 1e-9)] = True
     return after
 

@@ -53,6 +53,9 @@ def dynamics_statuses(node, now: int) -> list:
     contact = node._contact.status(now, period)
     if contact is not None:
         statuses.append(contact)
+    payload = node._payload.status()
+    if payload is not None:
+        statuses.append(payload)
     return statuses
 
 

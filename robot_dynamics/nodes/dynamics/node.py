@@ -50,6 +50,7 @@ from ..common.cdr import JointStateWriter
 from .command_path import HOLD, CommandPath
 from .contact_outputs import ContactOutputs
 from .diagnostics import Counters, dynamics_statuses
+from .payload import PayloadEstimation
 from ..common.converters import as_float_array, matrix_msg
 from .inputs import DesiredStateReader, JointStateMerger, Rejected, desired_accelerations
 from .plan import PARAMETERS, Desired, Plan, Settings, coerce_setting, make_plan, servo_terms
@@ -91,6 +92,7 @@ class DynamicsNode(RobotNode):
         self.subscription(JointTrajectory, "desired_state", self._on_desired_state, COMMAND_INPUT_QOS)
         self._task = TaskSpaceCommand(self, COMMAND_INPUT_QOS)
         self._contact = ContactOutputs(self)  # external torques, collision (docs/contact.md)
+        self._payload = PayloadEstimation(self)  # ~/estimate_payload, payload_estimate (docs/payload.md)
         self.start_description()
 
     # --- the model ---------------------------------------------------------------------------------
@@ -118,6 +120,7 @@ class DynamicsNode(RobotNode):
         self._msgs = _OutputMessages(plan.names)
         self._task.install(plan)
         self._contact.install(plan)
+        self._payload.install(plan)
 
     # --- inputs ------------------------------------------------------------------------------------
     def _on_joint_states(self, msg: JointState) -> None:
@@ -134,6 +137,7 @@ class DynamicsNode(RobotNode):
         if mimic_warning:
             self.problem("mimic", mimic_warning, now, DiagnosticStatus.WARN)
         self._contact.take_efforts(msg.name, msg.effort, msg.header.stamp, now)
+        self._payload.take(msg, state, fresh, now)
         if not fresh:
             return  # nothing of this robot in the message (e.g. another robot's joints): no output
         try:

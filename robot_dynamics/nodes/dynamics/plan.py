@@ -19,6 +19,7 @@ from ..common.parameters import (
     LOCK, MOTOR_PARAMETERS, Parameter, duplicates, float_list, name_list, one_of, require_joints, with_armature,
 )
 from .contact_plan import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, compile_contact
+from .payload import PAYLOAD_ESTIMATION_PARAMETERS, PAYLOAD_ESTIMATION_TOPICS, coerce_payload_estimation, compile_payload_estimation
 from ..common.safety import Plausibility, check_gains, check_gravity, check_payload, check_outputs_finite, check_outputs_plausible
 from .task_space_inputs import TASK_PARAMETERS, TASK_TOPICS, TaskSpaceFields, coerce_task_setting, compile_task
 
@@ -64,6 +65,9 @@ class Settings(TaskSpaceFields):
     external_torque_wrench_frame: str = ""
     external_torque_wrench: str = "full"
     external_torque_passive: tuple = ()
+    payload_estimation_enabled: bool = False  # payload.PAYLOAD_ESTIMATION_PARAMETERS, from here on
+    payload_estimation_window: float = PAYLOAD_ESTIMATION_PARAMETERS[1].default
+    payload_estimation_apply: bool = False
 
 
 _D = Settings()
@@ -107,6 +111,7 @@ PARAMETERS = (LOCK,) + tuple(p if p.name in NOT_TORQUE_SHAPING else replace(p, s
     *MOTOR_PARAMETERS,
     *TASK_PARAMETERS,
     *CONTACT_PARAMETERS,
+    *PAYLOAD_ESTIMATION_PARAMETERS,
 ))
 
 #: (topic, type, direction, what) for --help
@@ -123,6 +128,7 @@ TOPICS = (
      "g(q) while anything on their way is refused"),
     *TASK_TOPICS,
     *CONTACT_TOPICS,
+    *PAYLOAD_ESTIMATION_TOPICS,
     ("/diagnostics", "diagnostic_msgs/DiagnosticArray", "out", "model, inputs, outputs, once a second"),
 )
 
@@ -133,6 +139,8 @@ def coerce_setting(field: str, value):
         return coerce_task_setting(field, value)
     if field.startswith(("external_torque_", "collision_")):
         return coerce_contact(field, value)
+    if field.startswith("payload_estimation_"):
+        return coerce_payload_estimation(field, value)
     param = field.replace("payload_", "payload.")
     if field == "gravity":
         gravity = float_list(param, value, 3)
@@ -201,12 +209,14 @@ class Plan:
     data: Data  # the workspace of the model's one pass per message (robot_dynamics.rigid_body.data)
     task: object = None  # task_control.TaskSpaceSettings with command_source task_space
     contact: object = None  # contact_plan.ContactPlan: external torques and collisions (None: off)
+    payload_estimation: object = None  # payload.PayloadEstimationPlan (None: off)
 
 
 def make_plan(base: RobotModel, s: Settings) -> Plan:
     """``base`` + settings -> :class:`Plan`; ``ValueError`` naming the problem otherwise."""
     model = with_armature(base.with_gravity(s.gravity), s.motor_joint_names, s.armature)
     plausibility = Plausibility(base)
+    unloaded = model  # (what payload estimation subtracts: its estimate is the whole payload)
     if s.payload_link:
         if s.payload_link not in model.link_names:
             raise ValueError(f"payload.link {s.payload_link!r} is not a link of robot {base.name!r}")
@@ -241,6 +251,7 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
         plausibility=plausibility, effort_limit=given_limits(model.effort_limits)[out], data=Data(model),
         task=compile_task(model, s, plausibility),
         contact=compile_contact(model, out, s),
+        payload_estimation=compile_payload_estimation(unloaded, out, s),
     )
 
 
