@@ -38,11 +38,12 @@ import numpy as np
 
 from ..jit import njit
 from .kernels import (
-    NO_STATE, POSE_COLUMNS, add_frame_jacobian, check_motion, composite_rigid_body, inertia, joint_motion,
-    newton_euler_recursions, point_in_world, pose, poses_of_joints, screw, store, to_coordinates, vec, world_poses,
+    NO_STATE, POSE_COLUMNS, add_frame_jacobian, add_to_parent, check_motion, composite_rigid_body, inertia,
+    joint_motion, newton_euler_recursions, point_in_world, poses_of_joints, screw, store, to_coordinates, vec,
+    world_poses,
 )
-from .model import MASS as MASS_COLUMN, PARENT
-from ..spatial import dot, force_to_parent, inertia_times, motion_cross
+from .model import MASS as MASS_COLUMN
+from ..spatial import dot, inertia_times, motion_cross
 
 
 GRAVITY, BIAS, MASS, WORLD, MOMENTUM = 1, 2, 4, 8, 16
@@ -156,13 +157,7 @@ def momentum_sweep(topology, bodies, poses, twists, momenta, joint_terms):
         rate_w, rate_u = motion_cross(vec(twists, i, 0), vec(twists, i, 3), w, u)
         joint_terms[i, 0] = dot(w, n) + dot(u, f)
         joint_terms[i, 1] = dot(rate_w, n) + dot(rate_u, f)
-        parent = topology[i, PARENT]
-        if parent >= 0:
-            R, origin = pose(poses, i)
-            n, f = force_to_parent(R, origin, n, f)
-            for c in range(3):
-                momenta[parent, c] += n[c]
-                momenta[parent, 3 + c] += f[c]
+        add_to_parent(topology, poses, momenta, i, n, f)
 
 
 @njit

@@ -309,13 +309,20 @@ def newton_euler_recursions(topology, bodies, gravity, poses, joints, twists, ac
         n, f = vec(wrenches, i, 0), vec(wrenches, i, 3)
         w, u = screw(bodies, i)
         joints[i, 3] = dot(w, n) + dot(u, f)  # A_i^T F_i, both halves: an overflowed force gives NaN, never 0
-        parent = topology[i, PARENT]
-        if parent >= 0:
-            R, p = pose(poses, i)
-            n, f = force_to_parent(R, p, n, f)
-            for c in range(3):
-                wrenches[parent, c] += n[c]
-                wrenches[parent, 3 + c] += f[c]
+        add_to_parent(topology, poses, wrenches, i, n, f)
+
+
+@inline
+def add_to_parent(topology, poses, rows, i, n, f):
+    """``rows[parent] += Ad_T^T (n, f)`` (eq. 9.56's sum over the children): body ``i``'s wrench, or
+    momentum, added to its parent's in the parent's frame; nothing for a root body."""
+    parent = topology[i, PARENT]
+    if parent >= 0:
+        R, p = pose(poses, i)
+        n, f = force_to_parent(R, p, n, f)
+        for c in range(3):
+            rows[parent, c] += n[c]
+            rows[parent, 3 + c] += f[c]
 
 
 # ----------------------------------------------------------------------------- mass matrix
