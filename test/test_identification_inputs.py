@@ -276,3 +276,26 @@ def test_implausible_links_are_warned_about_with_the_likely_causes(tmp_path, run
     assert any(": mass " in line for line in notes) and "contact or a load in the recording" in notes[0]
     plain = _cli("identify", _plain(tmp_path, run), "--urdf", "planar_2r", "--output", "out2", cwd=tmp_path)
     assert plain.returncode == 0 and "implausible for a CAD URDF" not in plain.stderr
+
+
+def test_joints_numbered_by_a_logger_are_read_in_the_model_s_order_and_other_columns_left_out(tmp_path, planar, run):
+    """A logger's q_0, tau_0 columns (the Med7 log's) are the model's joints in order, said; tau_ext_0 names
+    no joint: left out, said. A recording that names any model joint is read by name only."""
+    from robot_dynamics.identification.samples import resample
+
+    numbered = tmp_path / "numbered.csv"
+    header = ["t"] + [f"{quantity}_{k}" for quantity in ("q", "tau") for k in range(2)] + ["tau_ext_0", "tau_ext_1"]
+    rows = np.column_stack([run.t, run.q, run.tau, np.zeros_like(run.tau)])
+    numbered.write_text(",".join(header) + "\n" + "\n".join(",".join(f"{x:.17g}" for x in row) for row in rows))
+    with pytest.warns(UserWarning) as said:
+        t, q, _, tau = resample(read_recording(numbered), planar)
+    text = " ".join(str(w.message) for w in said)
+    assert f"0 = {planar.joint_names[0]}, 1 = {planar.joint_names[1]}" in text and "tau_ext_0, tau_ext_1" in text
+    np.testing.assert_allclose(q, np.array([np.interp(t, run.t, run.q[:, j]) for j in range(2)]).T, atol=1e-9)
+    np.testing.assert_allclose(tau, np.array([np.interp(t, run.t, run.tau[:, j]) for j in range(2)]).T, atol=1e-9)
+    named = tmp_path / "named.csv"  # one joint named, the other numbered: no guessing
+    header = ["t", f"q_{planar.joint_names[0]}", "q_1", f"tau_{planar.joint_names[0]}", "tau_1"]
+    named.write_text(",".join(header) + "\n" + "\n".join(",".join(f"{x:.17g}" for x in row)
+                                                         for row in np.column_stack([run.t, run.q, run.tau])))
+    with pytest.raises(RecordingError, match=f"no positions for joint.*{planar.joint_names[1]}"):
+        resample(read_recording(named), planar)

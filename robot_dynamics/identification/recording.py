@@ -43,6 +43,28 @@ class Recording:
     def joint_names(self):
         return tuple(self.series["q"])
 
+    def for_model(self, names):
+        """This recording's series of the joints ``names`` (a model's, in its order), told apart from the rest:
+        a recording whose joints are numbered ``0 .. n-1`` (columns ``q_0``, ``tau_0``, as loggers that know
+        no names write them) is read in the model's joint order, said in a warning; series of other names
+        (``tau_ext_0``, another robot's joints) are left out, said in a warning too."""
+        recorded = set(self.series["q"])
+        if not recorded & set(names) and recorded == {str(k) for k in range(len(names))}:
+            numbered = {str(k): name for k, name in enumerate(names)}
+            warnings.warn(f"{self.source}: joints numbered 0..{len(names) - 1}, not named: read as the model's "
+                          f"joints in order ({', '.join(f'{k} = {name}' for k, name in list(numbered.items())[:8])}"
+                          f"{', ...' if len(names) > 8 else ''})", stacklevel=2)
+            for quantity, series in self.series.items():
+                self.series[quantity] = {numbered.get(joint, joint): values for joint, values in series.items()}
+        others = sorted({f"{quantity}_{joint}" for quantity, series in self.series.items() for joint in series
+                         if joint not in names})
+        if others:
+            warnings.warn(f"{self.source}: column(s) or joint(s) of no joint of the model, left out: "
+                          f"{', '.join(others[:8])}{', ...' if len(others) > 8 else ''}", stacklevel=2)
+            for quantity, series in self.series.items():
+                self.series[quantity] = {joint: values for joint, values in series.items() if joint in names}
+        return self
+
 
 def _collect(source, samples):
     """A :class:`Recording` from ``(t, names, {quantity: values})`` samples, ``names`` a tuple.

@@ -89,6 +89,7 @@ def resample(recording, model, passive=()):
     unknown = [name for name in passive if name not in names]
     if unknown:
         raise RecordingError(f"--passive {unknown[0]}: not a joint of {model.name!r} (joints: {', '.join(names)})")
+    recording.for_model(names)
     missing = [name for name in names if name not in recording.series["q"]]
     if missing:
         raise RecordingError(
