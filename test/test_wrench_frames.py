@@ -15,7 +15,7 @@ from robot_dynamics.control.observer import MomentumObserver
 from robot_dynamics.description.robots import bundled_urdf
 from robot_dynamics.simulation.simulator import Simulator
 from robot_dynamics.tools.benchmarks.robots import panda7_urdf
-from robot_dynamics.rigid_body.wrenches import external_torques, transform_wrench, wrench_in_frame, wrench_in_world
+from robot_dynamics.rigid_body.wrenches import transform_wrench, wrench_in_frame, wrench_joint_torques, wrench_in_world
 
 pin = pytest.importorskip("pinocchio")
 
@@ -79,7 +79,7 @@ def test_the_boundary_helpers_match_pinocchios_local_and_world_aligned_frames(pa
     J_aligned = pin.computeFrameJacobian(model, data, Q_PANDA, fid, pin.LOCAL_WORLD_ALIGNED)
     truth = J_local[:3].T @ LOCAL[3:] + J_local[3:].T @ LOCAL[:3]
     np.testing.assert_allclose(J_aligned[:3].T @ world[3:] + J_aligned[3:].T @ world[:3], truth, atol=1e-10)
-    np.testing.assert_allclose(external_torques(panda, Q_PANDA[None], {LINK: world})[0], truth, atol=1e-10)
+    np.testing.assert_allclose(wrench_joint_torques(panda, Q_PANDA[None], {LINK: world})[0], truth, atol=1e-10)
 
 
 def test_a_wrench_in_link7_axes_is_estimated_back_in_those_axes_and_in_the_roots(panda, oracle):

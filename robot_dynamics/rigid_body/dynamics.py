@@ -23,7 +23,7 @@ from .kernels import (
 )
 from .model import MASS, PARENT
 from ..spatial import add, cross, inertia_times, inertia_to_parent, motion_cross
-from .wrenches import external_torques
+from .wrenches import wrench_joint_torques
 
 # An absent qd/qdd for gravity: a global array is a compile-time constant to numba, so gravity's
 # compiled Newton-Euler knows they are empty and drops their terms (measured faster than q[:0]).
@@ -116,7 +116,7 @@ def inverse_dynamics(model, q, qd, qdd, external_wrenches=None):
     tau = _inverse(*model._kernel_arrays, model._kernel_armature, q, matching(model, qd, "qd", batch),
                    matching(model, qdd, "qdd", batch))
     if external_wrenches:
-        tau -= external_torques(model, q, external_wrenches)
+        tau -= wrench_joint_torques(model, q, external_wrenches)
     return unbatch(tau, batch)
 
 
@@ -173,7 +173,7 @@ def forward_dynamics(model, q, qd, tau, external_wrenches=None):
     q, batch = as_states(model, q, "q")
     tau = matching(model, tau, "tau", batch)
     if external_wrenches:
-        tau = tau + external_torques(model, q, external_wrenches)
+        tau = tau + wrench_joint_torques(model, q, external_wrenches)
     qdd, singular = _forward(*model._kernel_arrays, model._kernel_armature, q, matching(model, qd, "qd", batch), tau)
     if singular >= 0:
         raise ValueError(

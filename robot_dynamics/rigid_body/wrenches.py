@@ -2,7 +2,7 @@
 one conversion between the library's wrench convention and ROS's.
 
 The compiled :func:`add_wrench_torques` is what the simulator adds to its forces; the batched
-:func:`external_torques` is what ``inverse_dynamics(..., external_wrenches=...)`` subtracts.
+:func:`wrench_joint_torques` is what ``inverse_dynamics(..., external_wrenches=...)`` subtracts.
 
 The library's wrench on a link is ``[moment; force]`` in world-aligned (root) axes, the moment about
 the link's origin.  A ``geometry_msgs/WrenchStamped`` is in its ``header.frame_id``'s own axes, the
@@ -79,7 +79,7 @@ def wrench_arrays(model, external_wrenches, count):
     return bodies, points, values
 
 
-def external_torques(model, q, external_wrenches):
+def wrench_joint_torques(model, q, external_wrenches):
     """``sum_l J_l(q)^T F_l`` for every state of the ``(count, n)`` batch ``q`` (world-aligned axes, link origin)."""
     arrays = wrench_arrays(model, external_wrenches, q.shape[0])
     return wrench_torques(*model._kernel_arrays[:2], q, *arrays)
