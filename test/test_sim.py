@@ -212,7 +212,9 @@ def test_sim_without_trajectory_in_a_namespace_holds_the_arm(harness, tmp_path):
     try:
         output = _read_until(process, r"^running")
         assert "/arm/desired_state (you -> dynamics node)" in output and "trajectory_publisher" not in output
-        time.sleep(2.0)
+        deadline = time.monotonic() + 20.0  # 1 s of states at 500 Hz, however late discovery brings the first
+        while len(states.messages) <= 500 and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert harness.node.count_publishers("/arm/desired_state") == 0
         held = np.array([_positions(m, model.joint_names) for m in list(states.messages)])
         assert len(held) > 500 and np.abs(held - q0).max() < 1e-6, np.abs(held - q0).max()
