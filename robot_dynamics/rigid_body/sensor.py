@@ -1,0 +1,160 @@
+"""A wrist force/torque sensor: the wrench a fixed joint transmits, as the sensor there reads it.
+
+A sensor sits at a link attached by a fixed joint (the sensor *frame*); it carries everything on the
+tool side: that link and every link beyond it (URDF links, a payload there), including moving
+bodies hanging from them (a gripper's fingers). The model folds fixed links into their moving
+parent, so the tool side is no body of its own: :class:`ForceTorqueSensor` keeps, once per model,
+the tool side's share of the carrying body's inertia and the moving bodies hanging from it.
+
+Newton-Euler for the tool side (Lynch & Park eqs. 9.42, 9.56; gravity as the base's fictitious
+acceleration ``(0, -g)``, as the recursions take it) gives the wrench the sensor exerts on the tool:
+``W = I Vdot - ad_V^T I V + sum_children Ad^T F_child`` (``I Vdot`` with gravity is ``I a - f_gravity``).
+A sensor reads the wrench the tool exerts on it, ``-W``, plus the external wrenches acting on the
+tool side (the environment's push passes through the sensor): a 1 kg mass hanging below the sensor
+reads 9.81 N along gravity. Readings are ``[moment; force]`` in the sensor frame's axes, the moment
+about its origin (ROS's rule for a WrenchStamped in that frame).
+
+>>> import numpy as np, robot_dynamics as rd
+>>> from robot_dynamics.description.robots import bundled_urdf
+>>> from robot_dynamics.rigid_body.sensor import ForceTorqueSensor
+>>> arm = rd.load_urdf(bundled_urdf("arm7_gripper"))
+>>> sensor = ForceTorqueSensor(arm, "arm7_hand")  # the hand (0.7 kg) and its fingers (0.05 kg each)
+>>> reading = sensor.reading(np.zeros(8), np.zeros(8), np.zeros(8))  # still: their weight only
+>>> round(float(np.linalg.norm(reading[3:]) / 9.81), 6)  # kg
+0.8
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import njit
+from ..spatial import add, body_force, force_to_parent, rotate_back, scale
+from .kernels import check_motion, newton_euler, pose, vec, workspace
+from .model import inertial_parameters_about_origin, move_inertial_parameters
+from .wrenches import wrench_in_frame
+
+__all__ = ["ForceTorqueSensor", "sensor_problem", "tool_links"]
+
+
+def tool_links(model, frame: str) -> tuple:
+    """The links on the tool side of the sensor at ``frame``: that link and every link beyond it."""
+    beyond, changed = {frame}, True
+    frames = model.frames
+    while changed:  # (links are listed parents first: one pass suffices; the loop is for safety)
+        changed = False
+        for link in model.link_names:
+            if link not in beyond and frames[link].parent in beyond:
+                beyond.add(link)
+                changed = True
+    return tuple(link for link in model.link_names if link in beyond)
+
+
+def sensor_problem(model, frame: str) -> str:
+    """Why ``frame`` cannot carry a force/torque sensor ('' when it can): it must be a link attached to
+    its parent by a fixed joint (the joint whose wrench the sensor measures)."""
+    if frame not in model.frames:
+        return f"{frame!r} is not a link of robot {model.name!r}"
+    link = model.frames[frame]
+    if not link.parent:
+        return f"{frame!r} is the root link: no joint attaches it"
+    if not link.fixed:
+        return (f"{frame!r} is attached by a moving joint: a force/torque sensor is a link attached by a fixed joint "
+                f"(e.g. the sensor link between the flange and the tool)")
+    return ""
+
+
+class ForceTorqueSensor:
+    """The sensor at link ``frame`` of ``model``; ``payload`` ``(link, mass, com, inertia)`` as
+    :meth:`~robot_dynamics.rigid_body.model.RobotModel.with_payload` takes it, counted when its link is on
+    the tool side. Give the model *with* that payload applied (its moving bodies carry it) or a payload
+    on a folded link only: the folded share is taken from the URDF links, so a payload there must be named.
+    ValueError names the problem."""
+
+    def __init__(self, model, frame: str, payload=None):
+        problem = sensor_problem(model, frame)
+        if problem:
+            raise ValueError(problem)
+        self.model, self.frame = model, frame
+        links = tool_links(model, frame)
+        self.links = links
+        sensor = model.frames[frame]
+        self.body = sensor.body  # the moving body carrying the sensor (-1: the fixed base)
+        self.pose = np.array(sensor.pose)  # the sensor frame in that body's frame
+        parameters = np.zeros(10)
+        for link in links:  # the tool side's share of the carrying body, about that body's origin
+            f = model.frames[link]
+            if f.body == self.body:
+                parameters += move_inertial_parameters(f.inertial, f.pose[:3, :3], f.pose[:3, 3])
+        if payload is not None and payload[0] in links and model.frames[payload[0]].body == self.body:
+            link, mass, com, inertia = payload
+            inertia = np.asarray(inertia, dtype=float)
+            if inertia.shape == (6,):
+                xx, xy, xz, yy, yz, zz = inertia
+                inertia = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+            f = model.frames[link]
+            parameters += move_inertial_parameters(inertial_parameters_about_origin(mass, com, inertia),
+                                                   f.pose[:3, :3], f.pose[:3, 3])
+        self.parameters = parameters
+        # the moving bodies hanging from the tool side's folded links (their subtrees' wrenches add up in them)
+        self.children = np.array(sorted(model.frames[link].body for link in links
+                                        if not model.frames[link].fixed and model.frames[link].parent in links
+                                        and model.frames[model.frames[link].parent].body == self.body), dtype=np.int64)
+        self._arguments = (*model._kernel_arrays, self.body, self.parameters, self.children,
+                           tuple(self.pose[:3, :3].ravel()), tuple(self.pose[:3, 3]))
+
+    def reading(self, q, qd, qdd, out=None):
+        """The reading ``[moment; force]`` (sensor axes, moment about its origin) of the tool side's weight
+        and inertia at the state ``(q, qd, qdd)``: ``-W`` (module docstring), no external wrenches.
+        One state, ``(n,)`` each; ``out`` (6,) is filled and returned when given. ValueError on a non-finite state."""
+        out = np.empty(6) if out is None else out
+        topology, bodies, gravity, body, parameters, children, rotation, point = self._arguments
+        _reading(topology, bodies, gravity, np.asarray(q, dtype=float).reshape(1, -1),
+                 np.asarray(qd, dtype=float).reshape(1, -1), np.asarray(qdd, dtype=float).reshape(1, -1),
+                 body, parameters, children, rotation, point, out)
+        return out
+
+    def external_reading(self, sensor_pose, external_wrenches, link_origins):
+        """The reading of the external wrenches ``{link: [moment; force]}`` (world-aligned axes, moment about
+        the link's origin ``link_origins[link]``) acting on the tool side; ``sensor_pose`` the sensor frame's
+        world pose (4x4). Wrenches on links before the sensor do not pass through it."""
+        total = np.zeros(6)
+        for link, wrench in external_wrenches.items():
+            if link in self.links:
+                total += wrench_in_frame(wrench, link_origins[link], sensor_pose)
+        return total
+
+
+@njit
+def _reading(topology, bodies, gravity, q, qd, qdd, body, parameters, children, rotation, point, out):
+    """``-W`` in the sensor frame: Newton-Euler (which leaves each body's twist, acceleration and
+    subtree wrench) at state 0, then the tool side's own share plus its hanging subtrees."""
+    nb, n = topology.shape[0], q.shape[1]
+    check_motion(q, qd, qdd, 0)
+    scratch = workspace(nb)
+    tau = np.empty(n)
+    newton_euler(topology, bodies, gravity, q, qd, qdd, 0, scratch, tau)
+    poses, twists, accelerations, wrenches = scratch[0], scratch[1], scratch[2], scratch[3]
+    if body >= 0:
+        omega, v = vec(twists, body, 0), vec(twists, body, 3)
+        alpha, a = vec(accelerations, body, 0), vec(accelerations, body, 3)
+    else:  # the fixed base: still, gravity its only acceleration
+        omega = v = alpha = (0.0, 0.0, 0.0)
+        a = scale((gravity[0], gravity[1], gravity[2]), -1.0)
+    m, mc, Ibar = parameters[0], (parameters[1], parameters[2], parameters[3]), (
+        parameters[4], parameters[5], parameters[6], parameters[7], parameters[8], parameters[9])
+    moment, force = body_force(m, mc, Ibar, omega, v, alpha, a)
+    for c in range(children.shape[0]):
+        i = children[c]
+        R, p = pose(poses, i)
+        n_i, f_i = force_to_parent(R, p, vec(wrenches, i, 0), vec(wrenches, i, 3))
+        moment, force = add(moment, n_i), add(force, f_i)
+    # in the sensor frame (R, p in the body frame): [R^T (n - p x f); R^T f], then the tool's side: -W
+    f_s = rotate_back(rotation, force)
+    fx, fy, fz = force
+    n_p = (moment[0] - (point[1] * fz - point[2] * fy), moment[1] - (point[2] * fx - point[0] * fz),
+           moment[2] - (point[0] * fy - point[1] * fx))
+    n_s = rotate_back(rotation, n_p)
+    for c in range(3):
+        out[c] = -n_s[c]
+        out[3 + c] = -f_s[c]
