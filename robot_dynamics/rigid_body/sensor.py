@@ -114,6 +114,12 @@ class ForceTorqueSensor:
                  body, parameters, children, rotation, point, out)
         return out
 
+    def compensate(self, raw, bias, q, qd, qdd, residual, compensated):
+        """The hot path of a node compensating readings: ``residual = raw - reading(q, qd, qdd)`` and
+        ``compensated = residual - bias``; returns ``max |qd|``. ``raw`` is 6 floats ``[moment; force]``,
+        like every wrench here; the arrays are C-contiguous float64 ((n,) and (6,))."""
+        return _compensate(*self._arguments, raw, bias, q, qd, qdd, residual, compensated)
+
     def external_reading(self, sensor_pose, external_wrenches, link_origins):
         """The reading of the external wrenches ``{link: [moment; force]}`` (world-aligned axes, moment about
         the link's origin ``link_origins[link]``) acting on the tool side; ``sensor_pose`` the sensor frame's
@@ -127,8 +133,35 @@ class ForceTorqueSensor:
 
 @njit
 def _reading(topology, bodies, gravity, q, qd, qdd, body, parameters, children, rotation, point, out):
-    """``-W`` in the sensor frame: Newton-Euler (which leaves each body's twist, acceleration and
-    subtree wrench) at state 0, then the tool side's own share plus its hanging subtrees."""
+    """``-W`` in the sensor frame into ``out`` (:func:`_prediction`)."""
+    moment, force = _prediction(topology, bodies, gravity, q, qd, qdd, body, parameters, children, rotation, point)
+    for c in range(3):
+        out[c] = moment[c]
+        out[3 + c] = force[c]
+
+
+@njit
+def _compensate(topology, bodies, gravity, body, parameters, children, rotation, point, raw, bias, q, qd, qdd,
+                residual, compensated):
+    """``residual = raw - prediction`` and ``compensated = residual - bias``; returns ``max |qd|``."""
+    n = q.shape[0]
+    moment, force = _prediction(topology, bodies, gravity, q.reshape(1, n), qd.reshape(1, n), qdd.reshape(1, n),
+                                body, parameters, children, rotation, point)
+    for c in range(3):
+        residual[c] = raw[c] - moment[c]
+        residual[3 + c] = raw[3 + c] - force[c]
+    for c in range(6):
+        compensated[c] = residual[c] - bias[c]
+    fastest = 0.0
+    for i in range(n):
+        fastest = max(fastest, abs(qd[i]))
+    return fastest
+
+
+@njit
+def _prediction(topology, bodies, gravity, q, qd, qdd, body, parameters, children, rotation, point):
+    """``-W`` in the sensor frame, ``(moment, force)``: Newton-Euler (which leaves each body's twist,
+    acceleration and subtree wrench) at state 0, then the tool side's own share plus its hanging subtrees."""
     nb, n = topology.shape[0], q.shape[1]
     check_motion(q, qd, qdd, 0)
     scratch = workspace(nb)
@@ -155,6 +188,4 @@ def _reading(topology, bodies, gravity, q, qd, qdd, body, parameters, children, 
     n_p = (moment[0] - (point[1] * fz - point[2] * fy), moment[1] - (point[2] * fx - point[0] * fz),
            moment[2] - (point[0] * fy - point[1] * fx))
     n_s = rotate_back(rotation, n_p)
-    for c in range(3):
-        out[c] = -n_s[c]
-        out[3 + c] = -f_s[c]
+    return scale(n_s, -1.0), scale(f_s, -1.0)

@@ -49,6 +49,7 @@ from ..common.base import DIAGNOSTICS_PERIOD, RobotNode
 from ..common.cdr import JointStateWriter
 from .command_path import HOLD, CommandPath
 from .contact_outputs import ContactOutputs
+from .ft_sensor import FtSensorOutputs
 from ..common.converters import as_float_array, matrix_msg
 from .inputs import DesiredStateReader, JointStateMerger, Rejected, desired_accelerations
 from .plan import PARAMETERS, Desired, Plan, Settings, coerce_setting, make_plan, servo_terms
@@ -105,6 +106,7 @@ class DynamicsNode(RobotNode):
         self.subscription(JointTrajectory, "desired_state", self._on_desired_state, COMMAND_INPUT_QOS)
         self._task = TaskSpaceCommand(self, COMMAND_INPUT_QOS)
         self._contact = ContactOutputs(self)  # external torques, collision (docs/contact.md)
+        self._ft_sensor = FtSensorOutputs(self, COMMAND_INPUT_QOS)  # docs/ft_sensor.md
         self.start_description()
 
     # --- the model ---------------------------------------------------------------------------------
@@ -132,6 +134,7 @@ class DynamicsNode(RobotNode):
         self._msgs = _OutputMessages(plan.names)
         self._task.install(plan)
         self._contact.install(plan)
+        self._ft_sensor.install(plan)
 
     # --- inputs ------------------------------------------------------------------------------------
     def _on_joint_states(self, msg: JointState) -> None:
@@ -150,6 +153,7 @@ class DynamicsNode(RobotNode):
         self._contact.take_efforts(msg.name, msg.effort, msg.header.stamp, now)
         if not fresh:
             return  # nothing of this robot in the message (e.g. another robot's joints): no output
+        self._ft_sensor.take_state(state, msg.header.stamp, now)
         try:
             self._compute_and_publish(plan, state, msg.header.stamp, now)
         except Exception as exc:  # noqa: BLE001 - inputs are validated; whatever else happens, stay up
@@ -409,9 +413,9 @@ class DynamicsNode(RobotNode):
         statuses.append(("outputs", out_level, out_text, out_values))
         if plan is not None and plan.task is not None:
             statuses.append(self._task.status(plan, recent))
-        contact = self._contact.status(now, period)
-        if contact is not None:
-            statuses.append(contact)
+        for status in (self._contact.status(now, period), self._ft_sensor.status(now, period)):
+            if status is not None:
+                statuses.append(status)
 
         self._stats_reset(now)
         return self.diagnostic_array(statuses)

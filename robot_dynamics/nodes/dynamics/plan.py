@@ -19,6 +19,7 @@ from ..common.parameters import (
     LOCK, MOTOR_PARAMETERS, Parameter, duplicates, float_list, name_list, one_of, require_joints, with_armature,
 )
 from .contact_plan import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, compile_contact
+from .ft_sensor_plan import FT_FIELDS, FT_PARAMETERS, FT_TOPICS, coerce_ft, compile_ft
 from ..common.safety import Plausibility, check_gains, check_gravity, check_payload, check_outputs_finite, check_outputs_plausible
 from .task_space_inputs import TASK_PARAMETERS, TASK_TOPICS, TaskSpaceFields, coerce_task_setting, compile_task
 
@@ -64,6 +65,9 @@ class Settings(TaskSpaceFields):
     external_torque_wrench_frame: str = ""
     external_torque_wrench: str = "full"
     external_torque_passive: tuple = ()
+    ft_sensor_frame: str = FT_FIELDS["ft_sensor_frame"]  # ft_sensor_plan.FT_PARAMETERS, from here on
+    ft_sensor_range: tuple = FT_FIELDS["ft_sensor_range"]
+    ft_sensor_acceleration_filter: float = FT_FIELDS["ft_sensor_acceleration_filter"]
 
 
 _D = Settings()
@@ -107,6 +111,7 @@ PARAMETERS = (LOCK,) + tuple(p if p.name in NOT_TORQUE_SHAPING else replace(p, s
     *MOTOR_PARAMETERS,
     *TASK_PARAMETERS,
     *CONTACT_PARAMETERS,
+    *FT_PARAMETERS,
 ))
 
 #: (topic, type, direction, what) for --help
@@ -123,6 +128,7 @@ TOPICS = (
      "g(q) while anything on their way is refused"),
     *TASK_TOPICS,
     *CONTACT_TOPICS,
+    *FT_TOPICS,
     ("/diagnostics", "diagnostic_msgs/DiagnosticArray", "out", "model, inputs, outputs, once a second"),
 )
 
@@ -133,6 +139,8 @@ def coerce_setting(field: str, value):
         return coerce_task_setting(field, value)
     if field.startswith(("external_torque_", "collision_")):
         return coerce_contact(field, value)
+    if field.startswith("ft_sensor_"):
+        return coerce_ft(field, value)
     param = field.replace("payload_", "payload.")
     if field == "gravity":
         gravity = float_list(param, value, 3)
@@ -201,6 +209,7 @@ class Plan:
     data: Data  # the workspace of the model's one pass per message (robot_dynamics.rigid_body.data)
     task: object = None  # task_control.TaskSpaceSettings with command_source task_space
     contact: object = None  # contact_plan.ContactPlan: external torques and collisions (None: off)
+    ft_sensor: object = None  # ft_sensor_plan.FtSensorPlan: the F/T sensor's compensation (None: off)
 
 
 def make_plan(base: RobotModel, s: Settings) -> Plan:
@@ -240,7 +249,7 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
         state_timeout_ns=int(s.state_timeout * 1e9), desired_timeout_ns=int(s.desired_timeout * 1e9),
         plausibility=plausibility, effort_limit=given_limits(model.effort_limits)[out], data=Data(model),
         task=compile_task(model, s, plausibility),
-        contact=compile_contact(model, out, s),
+        contact=compile_contact(model, out, s), ft_sensor=compile_ft(model, s),
     )
 
 

@@ -81,7 +81,7 @@ class SimulatorNode(RobotNode):
         self._wrenches: dict = {}
         self._n_steps = self._n_published = 0
         self._stats_wall, self._stats_sim = time.monotonic(), 0.0
-        self._clock_pub = self._motor_pub = self._contact_pub = None
+        self._clock_pub = self._motor_pub = self._contact_pub = self._ft_pub = None
 
         self._pub_states = self.publisher(JointState, "joint_states")
         self.subscription(Float64MultiArray, "effort_command", self._on_effort_command, INPUT_QOS)
@@ -332,6 +332,13 @@ class SimulatorNode(RobotNode):
                 self.problem("contact", f"not publishing contact_wrenches: {problem}", time.monotonic_ns())
             for frame_id, wrench in contact_wrench_messages(plan.model, sim.q, wrenches, self._settings.contact_wrench_frame):
                 self._contact_pub.publish(WrenchWriter(frame_id).serialize(sec, nanosec, wrench))
+        if plan.ft_sensor is not None:  # the true reading of the F/T sensor (docs/ft_sensor.md)
+            self._ft_pub = self._ft_pub or self.publisher(WrenchStamped, "ft_sensor/wrench")
+            reading, problem = plan.ft_sensor.at_state(sim, self._wrenches, plan.plausibility)
+            if problem:
+                self.problem("ft_sensor", cut(problem), time.monotonic_ns())
+            else:
+                self._ft_pub.publish(WrenchWriter(plan.ft_sensor.frame).serialize(sec, nanosec, reading))
         if self._settings.publish_clock:
             if self._clock_pub is None:
                 self._clock_pub = self.publisher(Clock, "/clock")
