@@ -34,7 +34,7 @@ from .kernels import check_motion, newton_euler, pose, vec, workspace
 from .model import inertial_parameters_about_origin, move_inertial_parameters
 from .wrenches import wrench_in_frame
 
-__all__ = ["ForceTorqueSensor", "sensor_problem", "tool_links"]
+__all__ = ["ForceTorqueSensor", "record_state", "sensor_problem", "tool_links"]
 
 
 def tool_links(model, frame: str) -> tuple:
@@ -114,11 +114,13 @@ class ForceTorqueSensor:
                  body, parameters, children, rotation, point, out)
         return out
 
-    def compensate(self, raw, bias, q, qd, qdd, residual, compensated):
-        """The hot path of a node compensating readings: ``residual = raw - reading(q, qd, qdd)`` and
-        ``compensated = residual - bias``; returns ``max |qd|``. ``raw`` is 6 floats ``[moment; force]``,
-        like every wrench here; the arrays are C-contiguous float64 ((n,) and (6,))."""
-        return _compensate(*self._arguments, raw, bias, q, qd, qdd, residual, compensated)
+    def compensate(self, raw, bias, history, times, ready, t, residual, compensated):
+        """The hot path of a node compensating readings: of the states recorded by :func:`record_state`,
+        the one stamped nearest ``t`` (the reading's stamp); ``residual = raw - reading(q, qd, qdd)`` at it
+        and ``compensated = residual - bias``. Returns ``(that state's stamp - t, its max |qd|)``, ``inf``
+        without a state with an acceleration. ``raw`` is 6 floats ``[moment; force]``, like every wrench
+        here; the arrays are C-contiguous float64 ((6,) each)."""
+        return _compensate(*self._arguments, raw, bias, history, times, ready, t, residual, compensated)
 
     def external_reading(self, sensor_pose, external_wrenches, link_origins):
         """The reading of the external wrenches ``{link: [moment; force]}`` (world-aligned axes, moment about
@@ -141,12 +143,46 @@ def _reading(topology, bodies, gravity, q, qd, qdd, body, parameters, children, 
 
 
 @njit
-def _compensate(topology, bodies, gravity, body, parameters, children, rotation, point, raw, bias, q, qd, qdd,
-                residual, compensated):
-    """``residual = raw - prediction`` and ``compensated = residual - bias``; returns ``max |qd|``."""
-    n = q.shape[0]
-    moment, force = _prediction(topology, bodies, gravity, q.reshape(1, n), qd.reshape(1, n), qdd.reshape(1, n),
-                                body, parameters, children, rotation, point)
+def record_state(history, times, ready, last, q, qd, t, tau, timeout):
+    """Row of ``(q, qd, qdd)`` for the state of stamp ``t`` in the ring ``history`` (rows, 3, n) after row
+    ``last`` (-1: none yet); returns the row written. ``qdd`` is the difference of the velocities over the
+    stamps, low-passed with time constant ``tau`` (weight ``dt / (tau + dt)``, first-order hold); a gap
+    longer than ``timeout`` or a stamp going back restarts it (``ready`` false: no estimate in that row);
+    a repeated stamp is the same state: nothing is written."""
+    if last >= 0 and t == times[last]:
+        return last
+    k = 0 if last < 0 else (last + 1) % times.shape[0]
+    dt = t - times[last] if last >= 0 else -1.0
+    fresh = last >= 0 and 0.0 < dt <= timeout
+    weight = dt / (tau + dt) if fresh else 0.0
+    for i in range(q.shape[0]):
+        history[k, 0, i] = q[i]
+        history[k, 1, i] = qd[i]
+        if fresh:
+            raw = (qd[i] - history[last, 1, i]) / dt
+            history[k, 2, i] = history[last, 2, i] + weight * (raw - history[last, 2, i]) if ready[last] else raw
+        else:
+            history[k, 2, i] = 0.0
+    ready[k] = fresh
+    times[k] = t
+    return k
+
+
+@njit
+def _compensate(topology, bodies, gravity, body, parameters, children, rotation, point, raw, bias, history, times,
+                ready, t, residual, compensated):
+    """Of the rows of ``history`` with an acceleration, the one stamped nearest ``t``; then ``residual = raw -
+    prediction`` at its state and ``compensated = residual - bias``. Returns ``(its stamp - t, max |qd|)``;
+    ``(inf, 0)`` and nothing written when no row has an acceleration."""
+    best, gap = -1, np.inf
+    for k in range(times.shape[0]):
+        if ready[k] and abs(times[k] - t) < gap:
+            best, gap = k, abs(times[k] - t)
+    if best < 0:
+        return np.inf, 0.0
+    n = history.shape[2]
+    q, qd, qdd = history[best, 0:1], history[best, 1:2], history[best, 2:3]
+    moment, force = _prediction(topology, bodies, gravity, q, qd, qdd, body, parameters, children, rotation, point)
     for c in range(3):
         residual[c] = raw[c] - moment[c]
         residual[3 + c] = raw[3 + c] - force[c]
@@ -154,8 +190,8 @@ def _compensate(topology, bodies, gravity, body, parameters, children, rotation,
         compensated[c] = residual[c] - bias[c]
     fastest = 0.0
     for i in range(n):
-        fastest = max(fastest, abs(qd[i]))
-    return fastest
+        fastest = max(fastest, abs(qd[0, i]))
+    return times[best] - t, fastest
 
 
 @njit

@@ -8,6 +8,7 @@ each fresh joint state (the acceleration estimate), ``status`` for /diagnostics.
 
 from __future__ import annotations
 
+import math
 import struct
 import time
 
@@ -21,7 +22,7 @@ from ..common.safety import cut
 from .contact_plan import stamp_seconds
 from ..common.base import NO_SUBSCRIPTION_EVENT_HANDLERS
 from ..common.parameters import Rejected
-from .ft_sensor_plan import AccelerationEstimate, Compensation, read_wrench_stamped
+from .ft_sensor_plan import Compensation, StateHistory, read_wrench_stamped
 
 __all__ = ["FtSensorOutputs"]
 
@@ -45,7 +46,7 @@ class FtSensorOutputs:
     def __init__(self, node, qos):
         self.node, self._qos = node, qos
         self.plan = None  # FtSensorPlan in use (None: off)
-        self._node_plan = self._state = self._acceleration = self._compensation = None
+        self._node_plan = self._state = self._states = self._compensation = None
         self._publisher = self._writer = None
         self._n_published = self._n_refused = 0
 
@@ -55,7 +56,7 @@ class FtSensorOutputs:
         self.plan, self._node_plan = ft, plan
         if ft is None:
             return
-        self._acceleration = AccelerationEstimate(plan.model.nv, ft.time_constant, plan.settings.state_timeout)
+        self._states = StateHistory(plan.model.nv, ft.time_constant, plan.settings.state_timeout)
         bias = self._compensation.bias if self._compensation is not None and old is not None and old.frame == ft.frame else None
         self._compensation = Compensation(ft, plan.plausibility)
         if bias is not None:  # (the same sensor: its bias stays)
@@ -73,7 +74,7 @@ class FtSensorOutputs:
         if self.plan is None:
             return
         self._state = state  # (stale velocities give no compensation: _stale)
-        self._acceleration.update(stamp_seconds(stamp.sec, stamp.nanosec, now), state.qd)
+        self._states.update(stamp_seconds(stamp.sec, stamp.nanosec, now), state.q, state.qd)
 
     def _on_wrench(self, data: bytes) -> None:
         """A raw reading, serialized (the subscription is raw: :func:`read_wrench_stamped`)."""
@@ -94,8 +95,15 @@ class FtSensorOutputs:
             self._n_refused += 1
             self.node.reject(TOPIC, cut(refusal), now, DiagnosticStatus.WARN)
             return
-        state = self._state
-        compensated = compensation.compensate(raw, state.q, state.qd, self._acceleration.qdd, now)
+        t = stamp_seconds(sec, nanosec, now)
+        compensated, gap = compensation.compensate(raw, self._states, t, now)
+        if not abs(gap) <= self._node_plan.settings.state_timeout:
+            self._n_refused += 1
+            self.node.reject(TOPIC, "not compensated: " + (
+                "no acceleration estimate yet (two joint states with velocities, within state_timeout)" if gap == math.inf
+                else f"the nearest joint state is stamped {gap:+.4f} s from the reading, more than state_timeout "
+                     f"({self._node_plan.settings.state_timeout:g} s; stamped by different clocks?)"), now, DiagnosticStatus.WARN)
+            return
         problem = compensation.plausibility.wrench_problem(compensated, "the compensated wrench [moment; force]")
         if problem:
             self.node.problem("ft_sensor", cut(f"not publishing ft_sensor/wrench_compensated: {problem}"), now)
@@ -112,8 +120,6 @@ class FtSensorOutputs:
             return "not compensated: " + state.missing(state.q_ns, now, "position")
         if state.qd_ns.min() < limit:
             return "not compensated: " + state.missing(state.qd_ns, now, "velocity")
-        if not self._acceleration.ready:
-            return "not compensated: no acceleration estimate yet (two joint states with velocities, within state_timeout)"
         return ""
 
     def _on_tare(self, request, response):

@@ -4,15 +4,15 @@ With ``ft_sensor.frame`` (a link attached by a fixed joint) the node reads the r
 ``ft_sensor/wrench`` and publishes ``ft_sensor/wrench_compensated = reading - bias - prediction``:
 the prediction is what the tool side (the links beyond the sensor and a payload there,
 :class:`robot_dynamics.rigid_body.sensor.ForceTorqueSensor`) makes the sensor read from gravity and
-its motion at the current state: the last joint_states' ``q`` and ``qd``, and ``qdd`` estimated as the
-difference of successive velocities over their stamps, low-passed with the time constant
-``ft_sensor.acceleration_filter``. What remains is the wrench the environment applies to the tool
+its motion at the state the reading was taken in: of the last joint states, the one stamped nearest the
+reading (its ``q``, ``qd``, and ``qdd`` estimated as the difference of successive velocities over their
+stamps, low-passed with the time constant ``ft_sensor.acceleration_filter``). What remains is the wrench the environment applies to the tool
 side, in the sensor's axes about its origin. ``~/tare_ft_sensor`` takes the bias as the mean of
 ``reading - prediction`` over the last :data:`TARE_WINDOW` at rest, so it works in any pose.
 
 A reading is refused (said, never compensated) when it is not finite, in another frame than
 ``ft_sensor.frame``, beyond ``ft_sensor.range`` or the plausibility rule of every wrench, or when the
-state is stale or has no acceleration estimate yet.
+state is stale, has no acceleration estimate yet or is stamped more than ``state_timeout`` away from the reading.
 """
 
 from __future__ import annotations
@@ -23,18 +23,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...rigid_body.sensor import ForceTorqueSensor, sensor_problem
+from ...rigid_body.sensor import ForceTorqueSensor, record_state, sensor_problem
 from ..common.parameters import Parameter, Rejected, float_list
 
-__all__ = ["FT_FIELDS", "FT_PARAMETERS", "FT_TOPICS", "REST_VELOCITY", "TARE_WINDOW", "AccelerationEstimate",
+__all__ = ["FT_FIELDS", "FT_PARAMETERS", "FT_TOPICS", "REST_VELOCITY", "TARE_WINDOW", "StateHistory",
            "Compensation", "FtSensorPlan", "coerce_ft", "compile_ft", "read_wrench_stamped"]
 
-DEFAULT_FILTER = 0.005  # s: ~32 Hz, against encoder noise in the velocity difference, 5 ms of lag
+DEFAULT_FILTER = 0.0  # s: none; the simulator's velocities are exact, a real encoder's noise needs some (docs/ft_sensor.md)
 #: the tare averages the readings of this many seconds, each with the arm at rest
 TARE_WINDOW = 0.2
 #: at rest: every |qd| below this, rad/s or m/s
 REST_VELOCITY = 0.01
 _BUFFER = 512  # readings kept for the tare (TARE_WINDOW at up to 2.5 kHz)
+_HISTORY = 32  # joint states kept: 32 ms at 1 kHz
 
 #: Settings field -> default (the node's Settings carries these fields)
 FT_FIELDS = {"ft_sensor_frame": "", "ft_sensor_range": (), "ft_sensor_acceleration_filter": DEFAULT_FILTER}
@@ -104,31 +105,20 @@ def compile_ft(model, s) -> FtSensorPlan | None:
                         s.ft_sensor_acceleration_filter)
 
 
-class AccelerationEstimate:
-    """``qdd`` from successive velocities: ``(qd_k - qd_{k-1}) / (t_k - t_{k-1})``, low-passed with time
-    constant ``tau`` (weight ``dt / (tau + dt)``); restarts over a gap longer than ``timeout``."""
+class StateHistory:
+    """The last :data:`_HISTORY` joint states, each with its acceleration estimate
+    (:func:`robot_dynamics.rigid_body.sensor.record_state`): a reading is compensated at the state stamped
+    nearest its own stamp, whichever topic's message arrived first."""
 
     def __init__(self, n: int, tau: float, timeout: float):
         self.tau, self.timeout = tau, timeout
-        self.qdd = np.zeros(n)
-        self._qd = np.zeros(n)
-        self._t = None
-        self.ready = False
+        self.history = np.zeros((_HISTORY, 3, n))
+        self.times = np.full(_HISTORY, -np.inf)
+        self.ready = np.zeros(_HISTORY, dtype=np.bool_)
+        self.last = -1
 
-    def update(self, t: float, qd: np.ndarray) -> None:
-        last = self._t
-        if last is not None and 0.0 < t - last <= self.timeout:
-            dt = t - last
-            raw = (qd - self._qd) / dt
-            if self.ready:
-                self.qdd += (dt / (self.tau + dt)) * (raw - self.qdd)
-            else:
-                self.qdd[:] = raw
-                self.ready = True
-        elif last is None or t != last:  # (a repeated stamp: the same state again, nothing new)
-            self.ready = False
-        self._qd[:] = qd
-        self._t = t
+    def update(self, t: float, q: np.ndarray, qd: np.ndarray) -> None:
+        self.last = record_state(self.history, self.times, self.ready, self.last, q, qd, t, self.tau, self.timeout)
 
 
 _HEAD = struct.Struct("<iII")  # stamp sec, nanosec; frame_id's length (with its NUL)
@@ -179,15 +169,19 @@ class Compensation:
                 return f"{names[c]} = {raw[c]:.6g} is beyond the sensor's range {limits[c]:g} (ft_sensor.range)"
         return self.plausibility.wrench_problem(raw, "the reading [moment; force]")
 
-    def compensate(self, raw: tuple, q, qd, qdd, now: int) -> np.ndarray:
-        """``reading - bias - prediction`` at the state ``(q, qd, qdd)`` (reused array); the residual
-        ``reading - prediction`` kept for the tare."""
+    def compensate(self, raw: tuple, states: StateHistory, t: float, now: int):
+        """``(reading - bias - prediction, gap)``: at the state of ``states`` stamped nearest ``t`` (the
+        reading's stamp), ``gap`` seconds from it (inf: no state with an acceleration; nothing computed).
+        The array is reused; the residual ``reading - prediction`` is kept for the tare."""
         k = self._next
-        fastest = self.plan.sensor.compensate(raw, self.bias, q, qd, qdd, self._residuals[k], self.compensated)
+        gap, fastest = self.plan.sensor.compensate(raw, self.bias, states.history, states.times, states.ready, t,
+                                                   self._residuals[k], self.compensated)
+        if gap == math.inf:
+            return self.compensated, gap
         self._times[k] = now * 1e-9
         self._rest[k] = fastest <= REST_VELOCITY
         self._next = (k + 1) % _BUFFER
-        return self.compensated
+        return self.compensated, gap
 
     def tare(self, now: int) -> tuple[bool, str]:
         """Take the bias: the mean residual of the last :data:`TARE_WINDOW`, every reading at rest."""
