@@ -11,7 +11,7 @@ alone (``ForceTorqueSensor.reading``) and Pinocchio's ``rnea`` of the same arm a
 
 Goal (issue 35): <= 15 us per message.
 
-    robot-dynamics bench ft_sensor [--messages 2000] [--rounds 15] [--quick]
+    robot-dynamics bench ft_sensor [--messages 2000 | --duration 2] [--rounds 15] [--quick]
     python -m robot_dynamics.tools.benchmarks.ft_sensor
 """
 
@@ -131,10 +131,12 @@ def measure(messages_per_round, rounds):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="bench_ft_sensor", description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=2000, help="(state, reading) pairs per round (default 2000)")
+    parser.add_argument("--duration", type=float, help="seconds of 1 kHz pairs per round (instead of --messages)")
     parser.add_argument("--rounds", type=int, default=15, help="alternating rounds (default 15)")
     parser.add_argument("--quick", action="store_true", help="3 rounds (a smoke run)")
     args = parser.parse_args(argv)
-    r = measure(args.messages, 3 if args.quick else args.rounds)
+    messages = args.messages if args.duration is None else max(1, int(args.duration * 1000))
+    r = measure(messages, 3 if args.quick else args.rounds)
     added = r["with"] - r["without"]
     print("\nDynamics node, arm7_gripper: CPU per joint_states message + F/T reading (median of alternating rounds, us)")
     print("| node without F/T | with F/T compensation | added | prediction alone | Pinocchio rnea (anchor) |")
