@@ -11,16 +11,28 @@ controller does not know is one more fixed link beyond the sensor in the simulat
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+
 import numpy as np
 
 from ...rigid_body.kinematics import frame_pose
 from ...rigid_body.sensor import ForceTorqueSensor, sensor_problem
+from ..common.contact_messages import WrenchWriter
 from ..common.parameters import Parameter, float_list
+from ..common.safety import cut
 
-__all__ = ["FT_FIELDS", "FT_PARAMETERS", "FT_TOPICS", "SimulatedSensor", "coerce_ft", "simulated_sensor"]
+__all__ = ["FT_PARAMETERS", "FT_TOPICS", "FtSensorFields", "SimulatedSensor", "coerce_ft", "simulated_sensor"]
 
-#: Settings field -> default
-FT_FIELDS = {"ft_sensor_frame": "", "ft_sensor_bias": (0.0,) * 6, "ft_sensor_noise": (0.0,)}
+
+@dataclass(frozen=True)
+class FtSensorFields:
+    """The simulator Settings' ``ft_sensor.*`` fields (:data:`FT_PARAMETERS`)."""
+
+    ft_sensor_frame: str = ""
+    ft_sensor_bias: tuple = (0.0,) * 6
+    ft_sensor_noise: tuple = (0.0,)
+
 
 FT_PARAMETERS = (
     Parameter("ft_sensor.frame", "", "Link of a simulated force/torque sensor, attached by a fixed joint: publishes "
@@ -65,6 +77,7 @@ class SimulatedSensor:
         noise = s.ft_sensor_noise
         self.sigma = np.array([noise[-1]] * 3 + [noise[0]] * 3)
         self._rng = np.random.default_rng(seed)
+        self._writer = WrenchWriter(self.frame)
 
     def truth(self, q, qd, qdd, wrenches) -> np.ndarray:
         """The transmitted wrench as the sensor reads it, ``[moment; force]`` in its frame: the tool side's
@@ -98,6 +111,16 @@ class SimulatedSensor:
         reading = self.reading(sim.q, sim.qd, qdd, wrenches)
         problem = plausibility.wrench_problem(reading, f"the {self.frame} sensor's reading")
         return (None, f"not publishing ft_sensor/wrench: {problem}") if problem else (reading, "")
+
+
+    def publish(self, publisher, sim, external, plausibility, sec: int, nanosec: int, problem) -> None:
+        """:meth:`at_state` on ``publisher`` (ft_sensor/wrench, serialized), stamped ``sec, nanosec``; a
+        reading that cannot be published is said through ``problem(kind, text, now_ns)``."""
+        reading, why = self.at_state(sim, external, plausibility)
+        if why:
+            problem("ft_sensor", cut(why), time.monotonic_ns())
+        else:
+            publisher.publish(self._writer.serialize(sec, nanosec, reading))
 
 
 def simulated_sensor(model, s):

@@ -334,11 +334,7 @@ class SimulatorNode(RobotNode):
                 self._contact_pub.publish(WrenchWriter(frame_id).serialize(sec, nanosec, wrench))
         if plan.ft_sensor is not None:  # the true reading of the F/T sensor (docs/ft_sensor.md)
             self._ft_pub = self._ft_pub or self.publisher(WrenchStamped, "ft_sensor/wrench")
-            reading, problem = plan.ft_sensor.at_state(sim, self._wrenches, plan.plausibility)
-            if problem:
-                self.problem("ft_sensor", cut(problem), time.monotonic_ns())
-            else:
-                self._ft_pub.publish(WrenchWriter(plan.ft_sensor.frame).serialize(sec, nanosec, reading))
+            plan.ft_sensor.publish(self._ft_pub, sim, self._wrenches, plan.plausibility, sec, nanosec, self.problem)
         if self._settings.publish_clock:
             if self._clock_pub is None:
                 self._clock_pub = self.publisher(Clock, "/clock")

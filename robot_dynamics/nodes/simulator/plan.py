@@ -23,7 +23,7 @@ from ..common.parameters import (
 )
 from ..common.safety import Plausibility, check_gravity, check_outputs_finite, check_outputs_plausible, reference_state
 from .contact import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, contact_model
-from .ft_sensor import FT_FIELDS, FT_PARAMETERS, FT_TOPICS, coerce_ft, simulated_sensor
+from .ft_sensor import FT_PARAMETERS, FT_TOPICS, FtSensorFields, coerce_ft, simulated_sensor
 
 __all__ = ["DRIVE_BANDWIDTH", "ON_COMMAND_TIMEOUT", "PARAMETERS", "SERVICES", "STEP_ANGLE", "TOPICS", "Plan", "Settings",
            "coerce_setting", "configure", "fastest_rate", "make_plan"]
@@ -41,7 +41,7 @@ MAX_PHYSICS_RATE = 100_000.0
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(FtSensorFields):
     """The node's parameter values (besides robot_description / robot_description_node)."""
 
     gravity: tuple = (0.0, 0.0, -9.81)
@@ -72,9 +72,6 @@ class Settings:
     contact_damping: float = CONTACT_PARAMETERS[4].default
     contact_friction: float = 0.0
     contact_wrench_frame: str = ""
-    ft_sensor_frame: str = FT_FIELDS["ft_sensor_frame"]  # ft_sensor.FT_PARAMETERS
-    ft_sensor_bias: tuple = FT_FIELDS["ft_sensor_bias"]
-    ft_sensor_noise: tuple = FT_FIELDS["ft_sensor_noise"]
 
 
 _D = Settings()
@@ -120,8 +117,7 @@ PARAMETERS = (
     Parameter("joint_stiffness", [], "Elastic joints (Spong Ex. 6.2): the gears' stiffness per motor_joint_names "
               "entry, N m/rad (N/m), > 0 for every joint, each with a positive armature; empty = rigid joints. "
               "The effort command is then the motor torque, and motor_states carries the motors."),
-    *CONTACT_PARAMETERS,
-    *FT_PARAMETERS,
+    *CONTACT_PARAMETERS, *FT_PARAMETERS,
 )
 
 #: (topic, type, direction, what) for --help
@@ -135,8 +131,7 @@ TOPICS = (
      "q_joint = E q + o, qd_joint = E qd, effort 0"),
     ("motor_states", "sensor_msgs/JointState", "out", "with joint_stiffness: motor position and velocity "
      "(link side), applied motor torque, of the coordinates, stamped as joint_states"),
-    *CONTACT_TOPICS,
-    *FT_TOPICS,
+    *CONTACT_TOPICS, *FT_TOPICS,
     ("/clock", "rosgraph_msgs/Clock", "out", "simulated time, with publish_clock"),
     ("/diagnostics", "diagnostic_msgs/DiagnosticArray", "out", "model and simulation, once a second"),
 )
@@ -148,10 +143,8 @@ SERVICES = (
 
 def coerce_setting(name: str, value):
     """Parameter value -> Settings field value; ValueError (the reason) when invalid."""
-    if name.startswith("contact_"):
-        return coerce_contact(name, value)
-    if name.startswith("ft_sensor_"):
-        return coerce_ft(name, value)
+    if name.startswith(("contact_", "ft_sensor_")):
+        return (coerce_contact if name.startswith("contact_") else coerce_ft)(name, value)
     if name == "gravity":
         gravity = float_list(name, value, 3, strict=False)
         check_gravity(gravity)
@@ -292,8 +285,7 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
     )
     return Plan(base=base, model=model, settings=s, command_index=command_index, command_names=tuple(command_names),
                 state_index=state_index, state_names=state_names, coupled_map=coupled_map, index=index, q0=q0, qd0=qd0, stiffness=stiffness,
-                plausibility=plausibility, notes=notes, drives=Drives(model), contact=contact,
-                ft_sensor=simulated_sensor(model, s))
+                plausibility=plausibility, notes=notes, drives=Drives(model), contact=contact, ft_sensor=simulated_sensor(model, s))
 
 
 def check_initial_contact(model, contact, q0, qd0, plausibility) -> None:
