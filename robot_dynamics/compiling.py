@@ -108,10 +108,11 @@ def _jobs(parts):
 
     def ft_sensor():  # the F/T sensor's compensation (dynamics node) and truth (simulator): rigid_body.sensor
         sensor = ForceTorqueSensor(arm[0], "tip")
-        history, times, ready = np.zeros((2, 3, 2)), np.full(2, -np.inf), np.zeros(2, dtype=np.bool_)
-        last = record_state(history, times, ready, -1, q, qd, 0.0, 0.0, 0.1)
-        record_state(history, times, ready, last, q, qd, 1e-3, 0.0, 0.1)
-        sensor.compensate((0.0,) * 6, np.zeros(6), history, times, ready, 1e-3, np.zeros(6), np.zeros(6))
+        history, stamps, received = np.zeros((2, 3, 2)), np.zeros((2, 2)), np.zeros(2, dtype=np.int64)
+        last = record_state(history, stamps, -1, q, qd, 0.0, 0.0, 0.1)
+        record_state(history, stamps, last, q, qd, 1e-3, 0.0, 0.1)
+        sensor.compensate((0.0,) * 6, np.ones(8), np.zeros((3, 6)), np.zeros((2, 6)), 0, history, stamps, 1e-3,
+                          received, received, 0)
         sensor.reading(q, qd, qd)
 
     jobs = [load]

@@ -34,7 +34,8 @@ from .kernels import check_motion, newton_euler, pose, vec, workspace
 from .model import inertial_parameters_about_origin, move_inertial_parameters
 from .wrenches import wrench_in_frame
 
-__all__ = ["ForceTorqueSensor", "record_state", "sensor_problem", "tool_links"]
+__all__ = ["BAD_READING", "COMPENSATED", "IMPLAUSIBLE", "NO_STATE", "STALE_STATE", "ForceTorqueSensor", "record_state",
+           "sensor_problem", "tool_links"]
 
 
 def tool_links(model, frame: str) -> tuple:
@@ -102,6 +103,7 @@ class ForceTorqueSensor:
                                         and model.frames[model.frames[link].parent].body == self.body), dtype=np.int64)
         self._arguments = (*model._kernel_arrays, self.body, self.parameters, self.children,
                            tuple(self.pose[:3, :3].ravel()), tuple(self.pose[:3, 3]))
+        self._sensor = np.concatenate((self.parameters, self.pose[:3, :3].ravel(), self.pose[:3, 3]))
 
     def reading(self, q, qd, qdd, out=None):
         """The reading ``[moment; force]`` (sensor axes, moment about its origin) of the tool side's weight
@@ -114,13 +116,19 @@ class ForceTorqueSensor:
                  body, parameters, children, rotation, point, out)
         return out
 
-    def compensate(self, raw, bias, history, times, ready, t, residual, compensated):
-        """The hot path of a node compensating readings: of the states recorded by :func:`record_state`,
-        the one stamped nearest ``t`` (the reading's stamp); ``residual = raw - reading(q, qd, qdd)`` at it
-        and ``compensated = residual - bias``. Returns ``(that state's stamp - t, its max |qd|)``, ``inf``
-        without a state with an acceleration. ``raw`` is 6 floats ``[moment; force]``, like every wrench
-        here; the arrays are C-contiguous float64 ((6,) each)."""
-        return _compensate(*self._arguments, raw, bias, history, times, ready, t, residual, compensated)
+    def compensate(self, raw, checks, wrenches, residuals, k, history, stamps, t, q_received, qd_received, limit):
+        """The hot path of a node compensating readings, one compiled call: ``(status, gap, max |qd|)``.
+
+        ``raw`` (6 floats ``[moment; force]``) must lie within ``checks`` (8: a bound per component, then
+        the force's and the moment's norm), else ``BAD_READING``; every receive time of the state's positions
+        and velocities (``q_received``, ``qd_received``, int64) at least ``limit``, else ``STALE_STATE``. Of the states recorded by
+        :func:`record_state` (``stamps`` rows ``(t, ready)``), the one with an acceleration stamped nearest
+        ``t`` (none: ``NO_STATE``), ``gap`` = its stamp - ``t``: ``residuals[k] = raw - reading(q, qd, qdd)``
+        there, ``wrenches[1] = residuals[k] - wrenches[0]`` (the bias) and ``wrenches[2]`` the same in a
+        Wrench message's order ``[force; moment]``; ``IMPLAUSIBLE`` when it is beyond the norms of ``checks``."""
+        topology, bodies, gravity, body, parameters, children, rotation, point = self._arguments
+        return _compensate(topology, bodies, gravity, body, self._sensor, children, raw, checks, wrenches, residuals,
+                           k, history, stamps, t, q_received, qd_received, limit)
 
     def external_reading(self, sensor_pose, external_wrenches, link_origins):
         """The reading of the external wrenches ``{link: [moment; force]}`` (world-aligned axes, moment about
@@ -143,55 +151,79 @@ def _reading(topology, bodies, gravity, q, qd, qdd, body, parameters, children, 
 
 
 @njit
-def record_state(history, times, ready, last, q, qd, t, tau, timeout):
+def record_state(history, stamps, last, q, qd, t, tau, timeout):
     """Row of ``(q, qd, qdd)`` for the state of stamp ``t`` in the ring ``history`` (rows, 3, n) after row
-    ``last`` (-1: none yet); returns the row written. ``qdd`` is the difference of the velocities over the
-    stamps, low-passed with time constant ``tau`` (weight ``dt / (tau + dt)``, first-order hold); a gap
-    longer than ``timeout`` or a stamp going back restarts it (``ready`` false: no estimate in that row);
-    a repeated stamp is the same state: nothing is written."""
-    if last >= 0 and t == times[last]:
+    ``last`` (-1: none yet); returns the row written; ``stamps[row] = (t, 1 if it has an acceleration)``.
+    ``qdd`` is the difference of the velocities over the stamps, low-passed with time constant ``tau``
+    (weight ``dt / (tau + dt)``); a gap longer than ``timeout`` or a stamp going back restarts it (no
+    acceleration in that row); a repeated stamp is the same state: nothing is written."""
+    if last >= 0 and t == stamps[last, 0]:
         return last
-    k = 0 if last < 0 else (last + 1) % times.shape[0]
-    dt = t - times[last] if last >= 0 else -1.0
+    k = 0 if last < 0 else (last + 1) % stamps.shape[0]
+    dt = t - stamps[last, 0] if last >= 0 else -1.0
     fresh = last >= 0 and 0.0 < dt <= timeout
     weight = dt / (tau + dt) if fresh else 0.0
+    filtered = fresh and stamps[last, 1] > 0.0
     for i in range(q.shape[0]):
         history[k, 0, i] = q[i]
         history[k, 1, i] = qd[i]
         if fresh:
             raw = (qd[i] - history[last, 1, i]) / dt
-            history[k, 2, i] = history[last, 2, i] + weight * (raw - history[last, 2, i]) if ready[last] else raw
+            history[k, 2, i] = history[last, 2, i] + weight * (raw - history[last, 2, i]) if filtered else raw
         else:
             history[k, 2, i] = 0.0
-    ready[k] = fresh
-    times[k] = t
+    stamps[k, 0] = t
+    stamps[k, 1] = 1.0 if fresh else 0.0
     return k
 
 
+#: what :meth:`ForceTorqueSensor.compensate` returns first
+COMPENSATED, BAD_READING, STALE_STATE, NO_STATE, IMPLAUSIBLE = 0, 1, 2, 3, 4
+
+
 @njit
-def _compensate(topology, bodies, gravity, body, parameters, children, rotation, point, raw, bias, history, times,
-                ready, t, residual, compensated):
-    """Of the rows of ``history`` with an acceleration, the one stamped nearest ``t``; then ``residual = raw -
-    prediction`` at its state and ``compensated = residual - bias``. Returns ``(its stamp - t, max |qd|)``;
-    ``(inf, 0)`` and nothing written when no row has an acceleration."""
+def _compensate(topology, bodies, gravity, body, sensor, children, raw, checks, wrenches, residuals, k, history,
+                stamps, t, q_received, qd_received, limit):
+    """:meth:`ForceTorqueSensor.compensate` (``sensor``: the ten inertial parameters, the rotation row-major
+    and the origin of the sensor in its body)."""
+    for c in range(6):  # (a NaN fails the comparison)
+        if not abs(raw[c]) <= checks[c]:
+            return BAD_READING, 0.0, 0.0
+    if not (_norm2(raw, 0) <= checks[7] * checks[7] and _norm2(raw, 3) <= checks[6] * checks[6]):
+        return BAD_READING, 0.0, 0.0
+    for i in range(q_received.shape[0]):
+        if q_received[i] < limit or qd_received[i] < limit:
+            return STALE_STATE, 0.0, 0.0
     best, gap = -1, np.inf
-    for k in range(times.shape[0]):
-        if ready[k] and abs(times[k] - t) < gap:
-            best, gap = k, abs(times[k] - t)
+    for row in range(stamps.shape[0]):
+        if stamps[row, 1] > 0.0 and abs(stamps[row, 0] - t) < gap:
+            best, gap = row, abs(stamps[row, 0] - t)
     if best < 0:
-        return np.inf, 0.0
+        return NO_STATE, np.inf, 0.0
     n = history.shape[2]
     q, qd, qdd = history[best, 0:1], history[best, 1:2], history[best, 2:3]
-    moment, force = _prediction(topology, bodies, gravity, q, qd, qdd, body, parameters, children, rotation, point)
+    rotation = (sensor[10], sensor[11], sensor[12], sensor[13], sensor[14], sensor[15], sensor[16], sensor[17], sensor[18])
+    moment, force = _prediction(topology, bodies, gravity, q, qd, qdd, body, sensor[:10], children, rotation,
+                                (sensor[19], sensor[20], sensor[21]))
+    residual, bias, out, message = residuals[k], wrenches[0], wrenches[1], wrenches[2]
     for c in range(3):
         residual[c] = raw[c] - moment[c]
         residual[3 + c] = raw[3 + c] - force[c]
     for c in range(6):
-        compensated[c] = residual[c] - bias[c]
+        out[c] = residual[c] - bias[c]
+    for c in range(3):
+        message[c], message[3 + c] = out[3 + c], out[c]
     fastest = 0.0
     for i in range(n):
         fastest = max(fastest, abs(qd[0, i]))
-    return times[best] - t, fastest
+    if not (_norm2(out, 0) <= checks[7] * checks[7] and _norm2(out, 3) <= checks[6] * checks[6]):
+        return IMPLAUSIBLE, stamps[best, 0] - t, fastest
+    return COMPENSATED, stamps[best, 0] - t, fastest
+
+
+@njit
+def _norm2(w, start):
+    return w[start] * w[start] + w[start + 1] * w[start + 1] + w[start + 2] * w[start + 2]
 
 
 @njit

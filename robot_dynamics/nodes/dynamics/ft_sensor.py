@@ -8,7 +8,6 @@ each fresh joint state (the acceleration estimate), ``status`` for /diagnostics.
 
 from __future__ import annotations
 
-import math
 import struct
 import time
 
@@ -22,6 +21,7 @@ from ..common.safety import cut
 from .contact_plan import stamp_seconds
 from ..common.base import NO_SUBSCRIPTION_EVENT_HANDLERS
 from ..common.parameters import Rejected
+from ...rigid_body.sensor import BAD_READING, COMPENSATED, IMPLAUSIBLE, NO_STATE, STALE_STATE
 from .ft_sensor_plan import Compensation, StateHistory, read_wrench_stamped
 
 __all__ = ["FtSensorOutputs"]
@@ -30,13 +30,13 @@ TOPIC = "ft_sensor/wrench"
 
 
 class _Writer(WrenchWriter):
-    """:class:`WrenchWriter` for a float64 array ``[moment; force]`` (without its conversions: the hot path)."""
+    """:class:`WrenchWriter` for a float64 array already in a Wrench message's order ``[force; moment]``
+    (without its conversions: the hot path)."""
 
-    def write(self, sec: int, nanosec: int, wrench) -> bytes:
-        message, offset = self._message, self._offset
+    def write(self, sec: int, nanosec: int, message_order) -> bytes:
+        message = self._message
         struct.pack_into("<iI", message, len(ENCAPSULATION), sec, nanosec)
-        message[offset:offset + 24] = wrench[3:].tobytes()
-        message[offset + 24:offset + 48] = wrench[:3].tobytes()
+        message[self._offset:self._offset + 48] = message_order.tobytes()
         return bytes(message)
 
 
@@ -60,7 +60,7 @@ class FtSensorOutputs:
         bias = self._compensation.bias if self._compensation is not None and old is not None and old.frame == ft.frame else None
         self._compensation = Compensation(ft, plan.plausibility)
         if bias is not None:  # (the same sensor: its bias stays)
-            self._compensation.bias = bias
+            self._compensation.set_bias(bias)
         self._writer = _Writer(ft.frame)
         if self._publisher is None:  # (offered from the first plan with the sensor on)
             node = self.node
@@ -73,7 +73,7 @@ class FtSensorOutputs:
         """A fresh joint state: its velocities feed the acceleration estimate (when they are fresh)."""
         if self.plan is None:
             return
-        self._state = state  # (stale velocities give no compensation: _stale)
+        self._state = state  # (stale positions or velocities give no compensation: STALE_STATE)
         self._states.update(stamp_seconds(stamp.sec, stamp.nanosec, now), state.q, state.qd)
 
     def _on_wrench(self, data: bytes) -> None:
@@ -84,43 +84,40 @@ class FtSensorOutputs:
         try:
             sec, nanosec, frame_id, raw = read_wrench_stamped(data)
         except Rejected as exc:
-            self._n_refused += 1
-            self.node.reject(TOPIC, str(exc), now, DiagnosticStatus.WARN)
+            self._refuse(str(exc), now)
             return
-        compensation = self._compensation
-        refusal = compensation.refusal(frame_id, raw)
-        if not refusal:
-            refusal = self._stale(now)
-        if refusal:
-            self._n_refused += 1
-            self.node.reject(TOPIC, cut(refusal), now, DiagnosticStatus.WARN)
+        compensation, state = self._compensation, self._state
+        if frame_id != compensation.frame_id or state is None:
+            self._refuse(compensation.refusal(frame_id, raw) or "no joint states yet: nothing to compensate with", now)
             return
-        t = stamp_seconds(sec, nanosec, now)
-        compensated, gap = compensation.compensate(raw, self._states, t, now)
-        if not abs(gap) <= self._node_plan.settings.state_timeout:
-            self._n_refused += 1
-            self.node.reject(TOPIC, "not compensated: " + (
-                "no acceleration estimate yet (two joint states with velocities, within state_timeout)" if gap == math.inf
-                else f"the nearest joint state is stamped {gap:+.4f} s from the reading, more than state_timeout "
-                     f"({self._node_plan.settings.state_timeout:g} s; stamped by different clocks?)"), now, DiagnosticStatus.WARN)
-            return
-        problem = compensation.plausibility.wrench_problem(compensated, "the compensated wrench [moment; force]")
-        if problem:
+        plan = self._node_plan
+        status, gap = compensation.compensate(raw, self._states, stamp_seconds(sec, nanosec, now), state,
+                                              now - plan.state_timeout_ns, now)
+        if status == COMPENSATED and abs(gap) <= plan.settings.state_timeout:
+            self._publisher.publish(self._writer.write(sec, nanosec, compensation.message))
+            self._n_published += 1
+        elif status == IMPLAUSIBLE:
+            problem = compensation.plausibility.wrench_problem(compensation.compensated, "the compensated wrench [moment; force]")
             self.node.problem("ft_sensor", cut(f"not publishing ft_sensor/wrench_compensated: {problem}"), now)
-            return
-        self._publisher.publish(self._writer.write(sec, nanosec, compensated))
-        self._n_published += 1
+        else:
+            self._refuse(self._reason(status, gap, frame_id, raw, now), now)
 
-    def _stale(self, now: int) -> str:
-        """Why the state cannot be compensated for ('' when it can)."""
-        state, limit = self._state, now - self._node_plan.state_timeout_ns
-        if state is None:
-            return "no joint states yet: nothing to compensate the reading with"
-        if state.q_ns.min() < limit:
-            return "not compensated: " + state.missing(state.q_ns, now, "position")
-        if state.qd_ns.min() < limit:
-            return "not compensated: " + state.missing(state.qd_ns, now, "velocity")
-        return ""
+    def _refuse(self, reason: str, now: int) -> None:
+        self._n_refused += 1
+        self.node.reject(TOPIC, cut(reason), now, DiagnosticStatus.WARN)
+
+    def _reason(self, status: int, gap: float, frame_id, raw, now: int) -> str:
+        """Why a reading was not compensated (``status`` of the compensation, not COMPENSATED)."""
+        state, timeout = self._state, self._node_plan.settings.state_timeout
+        if status == BAD_READING:
+            return self._compensation.refusal(frame_id, raw)
+        if status == STALE_STATE:
+            return "not compensated: " + "; ".join(m for m in (state.missing(state.q_ns, now, "position"),
+                                                               state.missing(state.qd_ns, now, "velocity")) if m)
+        if status == NO_STATE:
+            return "not compensated: no acceleration estimate yet (two joint states with velocities, within state_timeout)"
+        return (f"not compensated: the nearest joint state is stamped {gap:+.4f} s from the reading, more than "
+                f"state_timeout ({timeout:g} s; stamped by different clocks?)")
 
     def _on_tare(self, request, response):
         now = time.monotonic_ns()

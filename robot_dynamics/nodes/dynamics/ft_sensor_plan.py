@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...rigid_body.sensor import ForceTorqueSensor, record_state, sensor_problem
+from ...rigid_body.sensor import COMPENSATED, ForceTorqueSensor, record_state, sensor_problem
 from ..common.parameters import Parameter, Rejected, float_list
 
 __all__ = ["FT_FIELDS", "FT_PARAMETERS", "FT_TOPICS", "REST_VELOCITY", "TARE_WINDOW", "StateHistory",
@@ -113,12 +113,11 @@ class StateHistory:
     def __init__(self, n: int, tau: float, timeout: float):
         self.tau, self.timeout = tau, timeout
         self.history = np.zeros((_HISTORY, 3, n))
-        self.times = np.full(_HISTORY, -np.inf)
-        self.ready = np.zeros(_HISTORY, dtype=np.bool_)
+        self.stamps = np.zeros((_HISTORY, 2))  # (t, 1 with an acceleration estimate)
         self.last = -1
 
     def update(self, t: float, q: np.ndarray, qd: np.ndarray) -> None:
-        self.last = record_state(self.history, self.times, self.ready, self.last, q, qd, t, self.tau, self.timeout)
+        self.last = record_state(self.history, self.stamps, self.last, q, qd, t, self.tau, self.timeout)
 
 
 _HEAD = struct.Struct("<iII")  # stamp sec, nanosec; frame_id's length (with its NUL)
@@ -142,46 +141,50 @@ def read_wrench_stamped(data: bytes) -> tuple:
 
 
 class Compensation:
-    """Per reading: the check, ``reading - bias - prediction``, and the residuals the tare averages."""
+    """Per reading: the checks, ``reading - bias - prediction``, and the residuals the tare averages."""
 
     def __init__(self, plan: FtSensorPlan, plausibility):
         self.plan, self.plausibility = plan, plausibility
-        self.bias = np.zeros(6)  # [moment; force]
-        self.compensated = np.zeros(6)  # [moment; force]
-        self._limits = tuple(float(x) for x in plan.limits)
-        self._frame_id = plan.frame.encode()
+        self._wrenches = np.zeros((3, 6))  # the bias, the compensated wrench [moment; force], and [force; moment]
+        self.bias, self.compensated, self.message = self._wrenches
+        self._checks = np.array([*plan.limits, *plausibility.wrench_bounds()])
         self._residuals = np.zeros((_BUFFER, 6))
         self._times = np.full(_BUFFER, -np.inf)
         self._rest = np.zeros(_BUFFER, dtype=bool)
         self._next = 0
+        self.frame_id = plan.frame.encode()  # (UTF-8, as read from a message)
+
+    def set_bias(self, bias) -> None:
+        self.bias[:] = bias
 
     def refusal(self, frame_id: bytes, raw: tuple) -> str:
-        """Why the raw reading ``[moment; force]`` in frame ``frame_id`` (UTF-8) is not compensated ('' when it is)."""
-        if frame_id != self._frame_id:
+        """Why the raw reading ``[moment; force]`` in frame ``frame_id`` (UTF-8) is not compensated ('' when
+        it is): the frame, and the checks :meth:`compensate` makes, said."""
+        if frame_id != self.frame_id:
             return (f"header.frame_id {bytes(frame_id).decode(errors='replace')!r} is not the sensor's frame "
                     f"{self.plan.frame!r} (ft_sensor.frame): a reading is taken in the sensor's own axes")
-        limits = self._limits
-        for c in range(6):  # (Python floats; a NaN fails the comparison)
-            if not abs(raw[c]) <= limits[c]:
-                if not all(math.isfinite(x) for x in raw):
-                    return f"the reading [moment; force] {list(raw)} is not finite"
+        if not all(math.isfinite(x) for x in raw):
+            return f"the reading [moment; force] {list(raw)} is not finite"
+        limits = self.plan.limits
+        for c in range(6):
+            if abs(raw[c]) > limits[c]:
                 names = ("tx", "ty", "tz", "fx", "fy", "fz")
                 return f"{names[c]} = {raw[c]:.6g} is beyond the sensor's range {limits[c]:g} (ft_sensor.range)"
         return self.plausibility.wrench_problem(raw, "the reading [moment; force]")
 
-    def compensate(self, raw: tuple, states: StateHistory, t: float, now: int):
-        """``(reading - bias - prediction, gap)``: at the state of ``states`` stamped nearest ``t`` (the
-        reading's stamp), ``gap`` seconds from it (inf: no state with an acceleration; nothing computed).
-        The array is reused; the residual ``reading - prediction`` is kept for the tare."""
+    def compensate(self, raw: tuple, states: StateHistory, t: float, state, limit: int, now: int):
+        """``(status, gap)`` of :meth:`robot_dynamics.rigid_body.sensor.ForceTorqueSensor.compensate` at the
+        state of ``states`` stamped nearest ``t`` (the reading's stamp): ``reading - bias - prediction`` in
+        :attr:`compensated` (and :attr:`message`), the residual ``reading - prediction`` kept for the tare;
+        ``state`` the joint-state merger (its receive times must be at least ``limit``)."""
         k = self._next
-        gap, fastest = self.plan.sensor.compensate(raw, self.bias, states.history, states.times, states.ready, t,
-                                                   self._residuals[k], self.compensated)
-        if gap == math.inf:
-            return self.compensated, gap
-        self._times[k] = now * 1e-9
-        self._rest[k] = fastest <= REST_VELOCITY
-        self._next = (k + 1) % _BUFFER
-        return self.compensated, gap
+        status, gap, fastest = self.plan.sensor.compensate(raw, self._checks, self._wrenches, self._residuals, k,
+                                                           states.history, states.stamps, t, state.q_ns, state.qd_ns, limit)
+        if status == COMPENSATED:
+            self._times[k] = now * 1e-9
+            self._rest[k] = fastest <= REST_VELOCITY
+            self._next = (k + 1) % _BUFFER
+        return status, gap
 
     def tare(self, now: int) -> tuple[bool, str]:
         """Take the bias: the mean residual of the last :data:`TARE_WINDOW`, every reading at rest."""
@@ -193,7 +196,7 @@ class Compensation:
         if not self._rest[recent].all():
             return False, (f"the arm moved in the last {TARE_WINDOW:g} s (|qd| above {REST_VELOCITY:g}): tare at rest "
                            "(the model's prediction is removed, so any pose will do)")
-        self.bias = self._residuals[recent].mean(axis=0)
+        self.set_bias(self._residuals[recent].mean(axis=0))
         b = self.bias
         return True, (f"bias taken from {count} readings: force [{b[3]:.4g}, {b[4]:.4g}, {b[5]:.4g}] N, "
                       f"moment [{b[0]:.4g}, {b[1]:.4g}, {b[2]:.4g}] N m ({self.plan.frame} axes)")
