@@ -151,3 +151,22 @@ def test_non_finite_state_is_refused(arm7):
     sensor = ForceTorqueSensor(model, "arm7_hand")
     with pytest.raises(ValueError, match="qd"):
         sensor.reading(np.zeros(model.nv), np.full(model.nv, np.nan), np.zeros(model.nv))
+
+
+def test_a_sensor_under_the_base_reads_the_whole_robots_weight(arm7):
+    """A sensor on the fixed base (its carrying body is the root): every link beyond it, at rest, reads as the
+    robot's weight along gravity, its moment that of the weight at the centre of mass."""
+    xml = arm7.replace('<link name="arm7_link0">', '<link name="world"/><joint name="mount" type="fixed">'
+                       '<parent link="world"/><child link="arm7_link0"/><origin xyz="0 0 0.3"/></joint><link name="arm7_link0">', 1)
+    model = rd.load_urdf(xml)
+    sensor = ForceTorqueSensor(model, "arm7_link0")
+    assert sensor.body == -1 and len(sensor.links) == len(model.link_names) - 1
+    q = np.array([0.3, -0.5, 0.2, -1.8, 0.4, 1.5, -0.7, 0.02])
+    reading = sensor.reading(q, np.zeros(8), np.zeros(8))
+    links = [link for link in model.link_names if link != "world"]
+    mass = sum(model.frames[link].inertial[0] for link in links)
+    first_moment = sum(rd.frame_pose(model, q, link)[:3, :3] @ model.frames[link].inertial[1:4]
+                       + model.frames[link].inertial[0] * rd.frame_pose(model, q, link)[:3, 3] for link in links)
+    com = first_moment / mass - np.array([0.0, 0.0, 0.3])  # about the sensor's origin (world-aligned axes)
+    np.testing.assert_allclose(reading[3:], [0.0, 0.0, -G * mass], atol=1e-9)
+    np.testing.assert_allclose(reading[:3], np.cross(com, [0.0, 0.0, -G * mass]), atol=1e-9)

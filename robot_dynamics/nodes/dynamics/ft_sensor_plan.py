@@ -56,7 +56,8 @@ FT_TOPICS = (
     ("ft_sensor/wrench", "geometry_msgs/WrenchStamped", "in", "with ft_sensor.frame: the raw sensor reading, "
      "header.frame_id = ft_sensor.frame (its axes, moment about its origin)"),
     ("ft_sensor/wrench_compensated", "geometry_msgs/WrenchStamped", "out", "reading - bias - the tool side's gravity "
-     "and inertia at the current state: the environment's wrench on the tool, same frame and stamp"),
+     "and inertia at the current state: the environment's wrench on the tool, same frame and stamp; ~/tare_ft_sensor "
+     "(std_srvs/Trigger) takes the bias at rest"),
 )
 
 
