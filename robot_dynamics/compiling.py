@@ -81,6 +81,7 @@ def _jobs(parts):
     from .simulation.simulator import Simulator
     from .rigid_body.task_space import frame_acceleration
     from .description.urdf import load_urdf
+    from .rigid_body.sensor import ForceTorqueSensor, record_state
     from .rigid_body.wrenches import wrench_in_frame, wrench_in_world
 
     arm = []  # the example arm, once loaded (load_urdf's check calls the mass matrix)
@@ -105,15 +106,24 @@ def _jobs(parts):
     def wrench_messages():  # the simulator's external_wrench and contact_wrenches (robot_dynamics.rigid_body.wrenches)
         wrench_in_frame(wrench_in_world(np.ones(6), np.eye(4)), np.zeros(3), np.eye(4))
 
+    def ft_sensor():  # the F/T sensor's compensation (dynamics node) and truth (simulator): rigid_body.sensor
+        sensor = ForceTorqueSensor(arm[0], "tip")
+        history, stamps, received = np.zeros((2, 3, 2)), np.zeros((2, 2)), np.zeros(2, dtype=np.int64)
+        last = record_state(history, stamps, -1, q, qd, 0.0, 0.0, 0.1)
+        record_state(history, stamps, last, q, qd, 1e-3, 0.0, 0.1)
+        sensor.compensate((0.0,) * 6, np.ones(8), np.zeros((3, 6)), np.zeros((2, 6)), 0, history, stamps, 1e-3,
+                          received, received, 0)
+        sensor.reading(q, qd, qd)
+
     jobs = [load]
     if "dynamics_node" in parts:
         jobs += [lambda: compute_terms(Data(arm[0]), q, qd),  # the node's pass per message
                  lambda: friction_torques(arm[0].viscous_damping, arm[0].friction, DEFAULT_FRICTION_VELOCITY, qd),
                  lambda: gravity_torques(arm[0], q),  # (the CLI's gravity and info commands share the part)
-                 observe]  # its external_torque.enabled
+                 observe, ft_sensor]  # its external_torque.enabled, its ft_sensor.frame
     if "simulator" in parts:
         jobs += [lambda: gravity_torques(arm[0], q), lambda: compute_terms(Data(arm[0]), q, qd), step,  # (drives)
-                 wrench_messages]
+                 wrench_messages, ft_sensor]
     if "library" in parts:
         jobs += [lambda: frame_pose(arm[0], q, "tip"),
                  *(lambda reference=reference: jacobian(arm[0], q, "tip", reference) for reference in ("world", "local")),

@@ -381,17 +381,19 @@ def _build(robot, declared, locks=None):
     # Depth-first walk: each link gets (carrying body, pose in that body's frame).
     body_rows, body_parents, body_kinds, body_joints, joint_info = [], [], [], [], []
     masters = max([1] + [len(factors) for factors, _ in couplings.values()])  # the most any joint follows
-    frames = {root: Frame(-1, read_only(np.eye(4)))}
+    frames = {root: Frame(-1, read_only(np.eye(4)), inertial=read_only(_link_inertial_parameters(links[root])))}
     link_order = [root]
     stack = list(reversed(children[root]))
     while stack:
         joint = stack.pop()
         parent_frame = frames[joint.parent]
         origin = parent_frame.pose @ _pose(joint.origin, f"joint {joint.name!r}")
+        tree = {"parent": joint.parent, "inertial": read_only(_link_inertial_parameters(links[joint.child]))}
         if joint.name in locks:  # held at a position: a fixed joint there
-            frames[joint.child] = Frame(parent_frame.body, read_only(origin @ _locked_motion(joint, locks[joint.name])))
+            frames[joint.child] = Frame(parent_frame.body, read_only(origin @ _locked_motion(joint, locks[joint.name])),
+                                          fixed=True, **tree)
         elif joint.type == "fixed":
-            frames[joint.child] = Frame(parent_frame.body, read_only(origin))
+            frames[joint.child] = Frame(parent_frame.body, read_only(origin), fixed=True, **tree)
         else:
             axis = _finite(joint.axis if joint.axis is not None else (1.0, 0.0, 0.0), f"joint {joint.name!r} axis")
             norm = np.linalg.norm(axis)
@@ -407,14 +409,14 @@ def _build(robot, declared, locks=None):
             body_kinds.append(kind)
             body_joints.append(joint.name)
             joint_info.append(joint)
-            frames[joint.child] = Frame(len(body_rows) - 1, read_only(np.eye(4)))
+            frames[joint.child] = Frame(len(body_rows) - 1, read_only(np.eye(4)), **tree)
         link_order.append(joint.child)
         stack.extend(reversed(children[joint.child]))
 
     bodies = np.array(body_rows).reshape(-1, FIRST_FACTOR + masters)
     for name in link_order:  # inertia of each link, folded into the body that carries it
         frame = frames[name]
-        parameters = _link_inertial_parameters(links[name])
+        parameters = frame.inertial
         if frame.body >= 0:
             bodies[frame.body, INERTIAL_PARAMETERS] += move_inertial_parameters(
                 parameters, frame.pose[:3, :3], frame.pose[:3, 3]

@@ -91,6 +91,9 @@ class Frame:
 
     body: int
     pose: np.ndarray  # 4x4, the link frame in the body frame
+    parent: str = ""  # the parent link ('' for the root)
+    fixed: bool = False  # attached to its parent by a fixed (or locked) joint
+    inertial: np.ndarray = None  # (10,) the link's own inertial parameters about its origin (URDF <inertial>)
 
 
 @dataclass(frozen=True, eq=False)

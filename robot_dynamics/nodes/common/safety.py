@@ -205,13 +205,17 @@ class Plausibility:
         return (f"mass matrix entry ({self.names[i]}, {self.names[j]}) = {values[i, j]:.4g} beyond the plausible "
                 f"{self.matrix[i, j]:.4g} ({TORQUE_FACTOR:g} times the torque scale per rad/s^2)")
 
+    def wrench_bounds(self) -> tuple[float, float]:
+        """``(force, moment)``: the largest norms of a believed wrench (:meth:`wrench_problem`)."""
+        force = TORQUE_FACTOR * max(self.mass * STANDARD_GRAVITY, 1.0)
+        return force, force * max(self.reach, 1.0)
+
     def wrench_problem(self, wrench, what: str) -> str:
         """The reason a wrench ``[moment; force]`` (``what`` names it) is not believed, '' when it is: a
         force above ``TORQUE_FACTOR`` times the robot's weight ``m g0`` (at least 1 N), or a moment above
         that force at the robot's reach (at least 1 m); non-finite values never are.  One rule for every
         wrench a node publishes: the simulator's contact truth and the dynamics node's estimate."""
-        force = TORQUE_FACTOR * max(self.mass * STANDARD_GRAVITY, 1.0)
-        moment = force * max(self.reach, 1.0)
+        force, moment = self.wrench_bounds()
         # (Python floats, on the node's hot path: an overflowing square is inf, a NaN fails the test)
         mx, my, mz, fx, fy, fz = np.asarray(wrench, dtype=float).tolist()
         if fx * fx + fy * fy + fz * fz <= force * force and mx * mx + my * my + mz * mz <= moment * moment:

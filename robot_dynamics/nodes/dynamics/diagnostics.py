@@ -50,12 +50,9 @@ def dynamics_statuses(node, now: int) -> list:
                 _outputs(node, plan, stats, recent, now, period)]
     if plan is not None and plan.task is not None:
         statuses.append(node._task.status(plan, recent))
-    contact = node._contact.status(now, period)
-    if contact is not None:
-        statuses.append(contact)
-    payload = node._payload.status()
-    if payload is not None:
-        statuses.append(payload)
+    for status in (node._contact.status(now, period), node._ft_sensor.status(now, period), node._payload.status()):
+        if status is not None:
+            statuses.append(status)
     return statuses
 
 

@@ -51,6 +51,7 @@ from .command_path import HOLD, CommandPath
 from .contact_outputs import ContactOutputs
 from .diagnostics import Counters, dynamics_statuses
 from .payload import PayloadEstimation
+from .ft_sensor import FtSensorOutputs
 from ..common.converters import as_float_array, matrix_msg
 from .inputs import DesiredStateReader, JointStateMerger, Rejected, desired_accelerations
 from .plan import PARAMETERS, Desired, Plan, Settings, coerce_setting, make_plan, servo_terms
@@ -93,6 +94,7 @@ class DynamicsNode(RobotNode):
         self._task = TaskSpaceCommand(self, COMMAND_INPUT_QOS)
         self._contact = ContactOutputs(self)  # external torques, collision (docs/contact.md)
         self._payload = PayloadEstimation(self)  # ~/estimate_payload, payload_estimate (docs/payload.md)
+        self._ft_sensor = FtSensorOutputs(self, COMMAND_INPUT_QOS)  # docs/ft_sensor.md
         self.start_description()
 
     # --- the model ---------------------------------------------------------------------------------
@@ -121,6 +123,7 @@ class DynamicsNode(RobotNode):
         self._task.install(plan)
         self._contact.install(plan)
         self._payload.install(plan)
+        self._ft_sensor.install(plan)
 
     # --- inputs ------------------------------------------------------------------------------------
     def _on_joint_states(self, msg: JointState) -> None:
@@ -140,6 +143,7 @@ class DynamicsNode(RobotNode):
         self._payload.take(msg, state, fresh, now)
         if not fresh:
             return  # nothing of this robot in the message (e.g. another robot's joints): no output
+        self._ft_sensor.take_state(state, msg.header.stamp, now)
         try:
             self._compute_and_publish(plan, state, msg.header.stamp, now)
         except Exception as exc:  # noqa: BLE001 - inputs are validated; whatever else happens, stay up

@@ -20,6 +20,7 @@ from ..common.parameters import (
 )
 from .contact_plan import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, compile_contact
 from .payload import PAYLOAD_ESTIMATION_PARAMETERS, PAYLOAD_ESTIMATION_TOPICS, coerce_payload_estimation, compile_payload_estimation
+from .ft_sensor_plan import FT_FIELDS, FT_PARAMETERS, FT_TOPICS, coerce_ft, compile_ft
 from ..common.safety import Plausibility, check_gains, check_gravity, check_payload, check_outputs_finite, check_outputs_plausible
 from .task_space_inputs import TASK_PARAMETERS, TASK_TOPICS, TaskSpaceFields, coerce_task_setting, compile_task
 
@@ -68,6 +69,9 @@ class Settings(TaskSpaceFields):
     payload_estimation_enabled: bool = False  # payload.PAYLOAD_ESTIMATION_PARAMETERS, from here on
     payload_estimation_window: float = PAYLOAD_ESTIMATION_PARAMETERS[1].default
     payload_estimation_apply: bool = False
+    ft_sensor_frame: str = FT_FIELDS["ft_sensor_frame"]  # ft_sensor_plan.FT_PARAMETERS, from here on
+    ft_sensor_range: tuple = FT_FIELDS["ft_sensor_range"]
+    ft_sensor_acceleration_filter: float = FT_FIELDS["ft_sensor_acceleration_filter"]
 
 
 _D = Settings()
@@ -112,6 +116,7 @@ PARAMETERS = (LOCK,) + tuple(p if p.name in NOT_TORQUE_SHAPING else replace(p, s
     *TASK_PARAMETERS,
     *CONTACT_PARAMETERS,
     *PAYLOAD_ESTIMATION_PARAMETERS,
+    *FT_PARAMETERS,
 ))
 
 #: (topic, type, direction, what) for --help
@@ -129,6 +134,7 @@ TOPICS = (
     *TASK_TOPICS,
     *CONTACT_TOPICS,
     *PAYLOAD_ESTIMATION_TOPICS,
+    *FT_TOPICS,
     ("/diagnostics", "diagnostic_msgs/DiagnosticArray", "out", "model, inputs, outputs, once a second"),
 )
 
@@ -141,6 +147,8 @@ def coerce_setting(field: str, value):
         return coerce_contact(field, value)
     if field.startswith("payload_estimation_"):
         return coerce_payload_estimation(field, value)
+    if field.startswith("ft_sensor_"):
+        return coerce_ft(field, value)
     param = field.replace("payload_", "payload.")
     if field == "gravity":
         gravity = float_list(param, value, 3)
@@ -210,6 +218,7 @@ class Plan:
     task: object = None  # task_control.TaskSpaceSettings with command_source task_space
     contact: object = None  # contact_plan.ContactPlan: external torques and collisions (None: off)
     payload_estimation: object = None  # payload.PayloadEstimationPlan (None: off)
+    ft_sensor: object = None  # ft_sensor_plan.FtSensorPlan: the F/T sensor's compensation (None: off)
 
 
 def make_plan(base: RobotModel, s: Settings) -> Plan:
@@ -250,7 +259,7 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
         state_timeout_ns=int(s.state_timeout * 1e9), desired_timeout_ns=int(s.desired_timeout * 1e9),
         plausibility=plausibility, effort_limit=given_limits(model.effort_limits)[out], data=Data(model),
         task=compile_task(model, s, plausibility),
-        contact=compile_contact(model, out, s),
+        contact=compile_contact(model, out, s), ft_sensor=compile_ft(model, s),
         payload_estimation=compile_payload_estimation(unloaded, out, s),
     )
 

@@ -324,6 +324,9 @@ class SimulatorNode(RobotNode):
                 self.problem("contact", f"not publishing contact_wrenches: {problem}", time.monotonic_ns())
             for frame_id, wrench in contact_wrench_messages(plan.model, sim.q, wrenches, self._settings.contact_wrench_frame):
                 self.publisher_when_needed(WrenchStamped, "contact_wrenches").publish(WrenchWriter(frame_id).serialize(sec, nanosec, wrench))
+        if plan.ft_sensor is not None:  # the true reading of the F/T sensor (docs/ft_sensor.md)
+            plan.ft_sensor.publish(self.publisher_when_needed(WrenchStamped, "ft_sensor/wrench"), sim, self._wrenches,
+                                   plan.plausibility, sec, nanosec, self.problem)
         if self._settings.publish_clock:
             self.publisher_when_needed(Clock, "/clock").publish(Clock(clock=stamp_of(ns)))
 

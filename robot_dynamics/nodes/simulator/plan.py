@@ -24,6 +24,7 @@ from ..common.parameters import (
 )
 from ..common.safety import Plausibility, check_gravity, check_outputs_finite, check_outputs_plausible, reference_state
 from .contact import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, contact_model
+from .ft_sensor import FT_PARAMETERS, FT_TOPICS, FtSensorFields, coerce_ft, simulated_sensor
 
 __all__ = ["PARAMETERS", "SERVICES", "STEP_ANGLE", "TOPICS", "Plan", "Settings",
            "coerce_setting", "configure", "fastest_rate", "make_plan"]
@@ -37,7 +38,7 @@ MAX_PHYSICS_RATE = 100_000.0
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(FtSensorFields):
     """The node's parameter values (besides robot_description / robot_description_node)."""
 
     gravity: tuple = (0.0, 0.0, -9.81)
@@ -113,7 +114,7 @@ PARAMETERS = (
     Parameter("joint_stiffness", [], "Elastic joints (Spong Ex. 6.2): the gears' stiffness per motor_joint_names "
               "entry, N m/rad (N/m), > 0 for every joint, each with a positive armature; empty = rigid joints. "
               "The effort command is then the motor torque, and motor_states carries the motors."),
-    *CONTACT_PARAMETERS,
+    *CONTACT_PARAMETERS, *FT_PARAMETERS,
 )
 
 #: (topic, type, direction, what) for --help
@@ -127,7 +128,7 @@ TOPICS = (
      "q_joint = E q + o, qd_joint = E qd, effort 0"),
     ("motor_states", "sensor_msgs/JointState", "out", "with joint_stiffness: motor position and velocity "
      "(link side), applied motor torque, of the coordinates, stamped as joint_states"),
-    *CONTACT_TOPICS,
+    *CONTACT_TOPICS, *FT_TOPICS,
     ("/clock", "rosgraph_msgs/Clock", "out", "simulated time, with publish_clock"),
     ("/diagnostics", "diagnostic_msgs/DiagnosticArray", "out", "model and simulation, once a second"),
 )
@@ -139,8 +140,8 @@ SERVICES = (
 
 def coerce_setting(name: str, value):
     """Parameter value -> Settings field value; ValueError (the reason) when invalid."""
-    if name.startswith("contact_"):
-        return coerce_contact(name, value)
+    if name.startswith(("contact_", "ft_sensor_")):
+        return (coerce_contact if name.startswith("contact_") else coerce_ft)(name, value)
     if name == "gravity":
         gravity = float_list(name, value, 3, strict=False)
         check_gravity(gravity)
@@ -188,6 +189,7 @@ class Plan:
     plausibility: Plausibility  # what a published state must pass (the dynamics node's rule for its inputs)
     notes: tuple               # warnings worth logging once (e.g. an initial position beyond a limit)
     drives: Drives             # what the drives read besides the state (robot_dynamics.simulation.drives.drive_torques)
+    ft_sensor: object = None   # ft_sensor.SimulatedSensor (None: no sensor)
 
     def joint_state(self, q, qd, effort):
         """``(position, velocity, effort)`` in :attr:`state_names` order: the coordinates', then each
@@ -269,7 +271,7 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
     )
     return Plan(base=base, model=model, settings=s, command_index=command_index, command_names=tuple(command_names),
                 state_index=state_index, state_names=state_names, coupled_map=coupled_map, index=index, q0=q0, qd0=qd0, stiffness=stiffness,
-                plausibility=plausibility, notes=notes, drives=Drives(model), contact=contact)
+                plausibility=plausibility, notes=notes, drives=Drives(model), contact=contact, ft_sensor=simulated_sensor(model, s))
 
 
 def check_initial_contact(model, contact, q0, qd0, plausibility) -> None:
