@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import njit
+from ..jit import inline, njit
 from ..spatial import add, body_force, force_to_parent, rotate_back, scale
 from .kernels import check_motion, newton_euler, pose, vec, workspace
 from .model import inertial_parameters_about_origin, move_inertial_parameters
@@ -221,8 +221,9 @@ def _compensate(topology, bodies, gravity, body, sensor, children, raw, checks, 
     return COMPENSATED, stamps[best, 0] - t, fastest
 
 
-@njit
+@inline
 def _norm2(w, start):
+    """``|w[start:start + 3]|^2`` (inlined: a compiled function would compile once per literal ``start``)."""
     return w[start] * w[start] + w[start + 1] * w[start + 1] + w[start + 2] * w[start + 2]
 
 
@@ -231,10 +232,11 @@ def _prediction(topology, bodies, gravity, q, qd, qdd, body, parameters, childre
     """``-W`` in the sensor frame, ``(moment, force)``: Newton-Euler (which leaves each body's twist,
     acceleration and subtree wrench) at state 0, then the tool side's own share plus its hanging subtrees."""
     nb, n = topology.shape[0], q.shape[1]
-    check_motion(q, qd, qdd, 0)
+    state = n - n  # the only state, 0, as a variable: a literal 0 would compile a second newton_euler
+    check_motion(q, qd, qdd, state)
     scratch = workspace(nb)
     tau = np.empty(n)
-    newton_euler(topology, bodies, gravity, q, qd, qdd, 0, scratch, tau)
+    newton_euler(topology, bodies, gravity, q, qd, qdd, state, scratch, tau)
     poses, twists, accelerations, wrenches = scratch[0], scratch[1], scratch[2], scratch[3]
     if body >= 0:
         omega, v = vec(twists, body, 0), vec(twists, body, 3)
