@@ -58,6 +58,7 @@ setup(
             "dynamics_node = robot_dynamics_executables:dynamics_node",
             "simulator_node = robot_dynamics_executables:simulator_node",
             "trajectory_publisher = robot_dynamics_executables:trajectory_publisher",
+            "trajectory_filter = robot_dynamics_executables:trajectory_filter",
             "robot-dynamics = robot_dynamics_executables:robot_dynamics",
         ]
     },
