@@ -34,7 +34,6 @@ import robot_dynamics as rd
 
 from ..common.base import RobotNode
 from ..common.converters import as_float_array
-from ..common.joint_trajectory import seconds
 from ..common.parameters import Rejected
 from .cartesian import CartesianTrajectory
 from .plan import PARAMETERS, Settings, Trajectory, coerce_setting, make_trajectory
@@ -127,7 +126,7 @@ class TrajectoryPublisher(RobotNode):
         except Rejected as exc:
             self.reject("joint_trajectory", str(exc), now_ns)
             return
-        stamp_ns = int(seconds(msg.header.stamp) * 1e9) if (msg.header.stamp.sec or msg.header.stamp.nanosec) else 0
+        stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec  # (ints: a float's 0.2 us is off)
         self._playback, self._start_ns = playback, stamp_ns or clock_ns
         self._n_played += 1
         self.get_logger().info(f"playing a joint_trajectory of {len(msg.points)} points over "
