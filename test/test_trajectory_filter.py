@@ -148,3 +148,26 @@ def test_playback_samples_as_the_check_interpolates_and_holds_the_end(arm):
     assert not qd.any() and not qdd.any()
     with pytest.raises(Rejected, match="not among the joints this publisher publishes"):
         make_playback(arm, ARM[:6], ARM, path_points(2.0), (np.zeros(6),) * 3)
+
+
+@pytest.mark.parametrize("empty", [(), (3,), (2, 3), (1, 2, 3), (0, 3)])
+def test_the_serialized_joint_trajectory_is_what_rclpy_reads(empty):
+    """joint_trajectory_bytes against rclpy's deserializer: every field of every point, alignment
+    included (odd numbers of joints and names of every length shift the layout from point to point)."""
+    pytest.importorskip("rclpy")
+    from rclpy.serialization import deserialize_message
+    from trajectory_msgs.msg import JointTrajectory
+
+    from robot_dynamics.nodes.common.trajectory_cdr import joint_trajectory_bytes
+
+    rng = np.random.default_rng(3)
+    for count, names in ((7, ["a", "bb", "ccc", "dddd", "eeeee", "f", "gg"]), (1, ["q"]), (3, ["x", "yy", "zzz"])):
+        t = np.sort(rng.uniform(0, 3, 9))
+        arrays = [None if k in empty else rng.normal(size=(9, count)) for k in range(4)]
+        msg = deserialize_message(joint_trajectory_bytes(7, 123, "base_link", names, t, arrays), JointTrajectory)
+        assert (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id) == (7, 123, "base_link")
+        assert list(msg.joint_names) == names and len(msg.points) == 9
+        for k, p in enumerate(msg.points):
+            for values, got in zip(arrays, (p.positions, p.velocities, p.accelerations, p.effort)):
+                assert list(got) == ([] if values is None else values[k].tolist())
+            assert p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec == pytest.approx(t[k], abs=1e-9)

@@ -1,5 +1,6 @@
-"""``robot-dynamics demo`` (the closed-loop computed-torque demo over ROS 2) and ``demo-elastic``
-(computed torque on an elastic-joint arm, in process)."""
+"""``robot-dynamics demo`` (the closed-loop computed-torque demo over ROS 2), ``demo-elastic``
+(computed torque on an elastic-joint arm, in process) and ``demo-trajectory`` (a planner's timing
+against the torque limits and the retimed one, tracked in the simulator, in process)."""
 
 import sys
 
@@ -17,6 +18,12 @@ def register(commands):
                                   "the elastic model (in process, no ROS)")
     add_elastic_arguments(elastic)
     elastic.set_defaults(run=run_elastic_demo)
+    from ..tools.trajectory_demo import add_arguments as add_trajectory_arguments
+
+    trajectory = commands.add_parser("demo-trajectory", help="a planner's timing breaks the torque limits, the "
+                                     "retimed one does not: both tracked under computed torque (in process, no ROS)")
+    add_trajectory_arguments(trajectory)
+    trajectory.set_defaults(run=run_trajectory_demo)
 
 
 def run_demo(args):
@@ -43,3 +50,9 @@ def run_elastic_demo(args):
         return run(args, sys.stdout)
     except ValueError as error:
         raise CLIError(str(error)) from None
+
+
+def run_trajectory_demo(args):
+    from ..tools.trajectory_demo import run_demo as run
+
+    return run(args, sys.stdout)

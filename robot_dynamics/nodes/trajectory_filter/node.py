@@ -18,39 +18,19 @@ from __future__ import annotations
 
 import time
 
-from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectory
 
 import robot_dynamics as rd
 
 from ..common.base import RobotNode
-from ..common.converters import as_float_array
 from ..common.joint_trajectory import read_joint_trajectory
 from ..common.parameters import Rejected
 from ..common.safety import cut
+from ..common.trajectory_cdr import joint_trajectory_bytes
 from .plan import PARAMETERS, Plan, Settings, coerce_setting, filter_trajectory, make_plan
 
-__all__ = ["TrajectoryFilter", "trajectory_message"]
-
-
-def trajectory_message(header, trajectory, effort) -> JointTrajectory:
-    """A JointTrajectory of ``trajectory``'s points (positions, velocities and accelerations where it
-    has them, ``effort``), ``header`` kept."""
-    msg = JointTrajectory()
-    msg.header = header
-    msg.joint_names = list(trajectory.joint_names)
-    empty = as_float_array(())
-    fields = [trajectory.q, trajectory.qd, trajectory.qdd, effort]
-    points = []
-    for k, t in enumerate(trajectory.t.tolist()):
-        sec = int(t // 1.0)
-        q, qd, qdd, tau = (as_float_array(v[k]) if v is not None else empty for v in fields)
-        points.append(JointTrajectoryPoint(positions=q, velocities=qd, accelerations=qdd, effort=tau,
-                                           time_from_start=Duration(sec=sec, nanosec=min(int(round((t - sec) * 1e9)),
-                                                                                         999_999_999))))
-    msg.points = points
-    return msg
+__all__ = ["TrajectoryFilter"]
 
 
 class TrajectoryFilter(RobotNode):
@@ -86,8 +66,13 @@ class TrajectoryFilter(RobotNode):
                 raise Rejected("no robot model yet: not forwarded")
             trajectory, _ = read_joint_trajectory(plan.model, msg.joint_names, msg.points)
             filtered = filter_trajectory(plan, trajectory)
-            out = msg if filtered.trajectory is None else trajectory_message(msg.header, filtered.trajectory,
-                                                                             filtered.effort)
+            out, count = msg, len(msg.points)
+            if filtered.trajectory is not None:  # (serialized at once: 2 000 point objects would take 70 ms)
+                result = filtered.trajectory
+                out = joint_trajectory_bytes(msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id,
+                                             msg.joint_names, result.t,
+                                             (result.q, result.qd, result.qdd, filtered.effort))
+                count = result.t.size
         except Rejected as exc:
             self.reject("trajectory_in", f"{exc} (not forwarded)", now)
             self._last = f"refused: {exc}"
@@ -99,7 +84,7 @@ class TrajectoryFilter(RobotNode):
         self._pub.publish(out)
         self._n_out += 1
         self._last_ms = (time.monotonic_ns() - now) * 1e-6
-        self._last = f"{len(msg.points)} points in, {len(out.points)} out: {filtered.summary}"
+        self._last = f"{len(msg.points)} points in, {count} out: {filtered.summary}"
         self.get_logger().info(cut(f"trajectory_out: {self._last} ({self._last_ms:.1f} ms)"))
 
     def diagnostics(self, now_ns: int) -> DiagnosticArray:
