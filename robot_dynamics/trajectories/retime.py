@@ -1,0 +1,410 @@
+"""The shortest timing of a joint path within the velocity, acceleration and effort limits, and the
+feed-forward efforts of a trajectory.
+
+:func:`retime` keeps the waypoints' positions as the geometric path ``q(s)`` (a cubic spline through
+them, ``s`` the given waypoint times, so the path between waypoints is close to the planner's) and
+finds the fastest ``s(t)`` from rest to rest by TOPP-RA's reachability analysis (Pham & Pham, "A new
+approach to time-optimal path parameterization based on reachability analysis", IEEE T-RO 2018):
+
+- along the path ``qd = q' sd`` and ``qdd = q' sdd + q'' sd^2``, so with ``u = sdd`` and ``x = sd^2``
+  every limit is linear in ``(u, x)``: the torque ``tau = a u + b x + c`` with ``a = M q'``,
+  ``b = M q'' + C(q, q') q'`` and ``c = g(q)`` (three batched inverse-dynamics calls for the whole
+  grid: rotor inertia, couplings and payload are the model's); ``|q'| sqrt(x) <= qd_max``;
+  ``|q' u + q'' x| <= qdd_max``;
+- on a grid ``s_0 .. s_N`` with ``x_{i+1} = x_i + 2 (s_{i+1} - s_i) u_i`` the sets of ``x`` from which
+  the end is still reachable at rest are intervals, found backwards (each a linear programme in two
+  variables, solved by eliminating ``u``); then, forwards from rest, the largest ``u`` that stays in
+  them. Each stage also holds the next grid point's limits with the same ``u`` (TOPP-RA's
+  "interpolation" discretization), so both one-sided accelerations at every grid point are limited.
+
+The timing is then written every ``1 / rate`` s (joint_trajectory_controller's samples; its quintic
+between them stays on the path) with the inverse-dynamics torque of every point as ``effort``.
+Every result is checked at those points; where the grid's discretization lets a limit be passed
+between grid points, the limits are tightened by the excess and the timing found again, so a result
+never exceeds ``effort_margin`` times the effort limits, nor the velocity and acceleration limits.
+
+Friction (``friction=True``): the Coulomb term ``F tanh(qd / eps)`` lies between 0 and ``F sign(q')``
+for a path run forwards, and both ends of that interval are kept within the limits; the viscous term
+``B q' sqrt(x)`` (URDF damping and the motors') is bounded above by its tangent at the largest ``x``
+the velocity limits allow and below by its chord from 0 there: linear in ``x`` and never
+optimistic (a joint without a velocity limit makes that bound loose).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..jit import njit
+from ..rigid_body.dynamics import inverse_dynamics
+from .check import DEFAULT_FRICTION_VELOCITY, DEFAULT_RATE, MAX_SAMPLES, _placement, _torques, interpolate
+from .trajectory import MAX_DURATION, Trajectory, TrajectoryError
+
+__all__ = ["retime", "feedforward", "RetimeResult", "InfeasiblePath", "DEFAULT_GRIDPOINTS"]
+
+DEFAULT_GRIDPOINTS = 400  # grid points along the path: the bang-bang switches within 0.25 % of it
+MAX_GRIDPOINTS = 100_000
+MAX_PATH_SPEED_SQUARED = 1e10  # x = sd^2 cap where nothing limits the speed (a stretch the path stands still)
+TIGHTENING_ROUNDS = 6  # re-solves with limits tightened by the excess found between grid points
+TIGHTENING_SLACK = 1e-4  # tighten by this much more than the excess found
+
+
+class InfeasiblePath(TrajectoryError):
+    """No timing keeps the path within the limits: ``joint`` needs ``torque`` at ``time`` (s of the
+    given trajectory) where its limit (times the margin) is ``limit``, whatever the speed."""
+
+    def __init__(self, message, joint, time, torque, limit):
+        super().__init__(message)
+        self.joint, self.time, self.torque, self.limit = joint, time, torque, limit
+
+
+@dataclass
+class RetimeResult:
+    """The retimed :class:`Trajectory` (``t, q, qd, qdd, effort``, a point every ``1 / rate`` s and
+    the end), the durations before and after (s), and per waypoint segment ``(index, joint, limit)``:
+    the joint and the limit (``"effort"``, ``"velocity"`` or ``"acceleration"``) that sets its pace."""
+
+    trajectory: Trajectory
+    duration_before: float
+    duration_after: float
+    binding: list
+    gridpoints: int
+    effort_margin: float  # the margin finally used (below the one asked when tightened)
+
+
+# ----------------------------------------------------------------------------- the reachability analysis
+
+@njit
+def _x_interval(A, B, H, x_max, delta, next_low, next_high, lows, highs):
+    """The ``x`` with some ``u`` such that ``A u + B x <= H`` and ``next_low <= x + 2 delta u <= next_high``,
+    ``0 <= x <= x_max``: ``u`` eliminated (Fourier-Motzkin) from each pair of a lower and an upper bound
+    on it. Returns ``(low, high)``; ``low > high`` when there is none. ``lows``/``highs``: scratch."""
+    x_low, x_high = 0.0, x_max
+    n_low, n_high = 0, 0
+    for r in range(A.shape[0]):  # a u <= h - b x:  u <= or >= p x + q
+        a, b, h = A[r], B[r], H[r]
+        if abs(a) <= 1e-12 * (abs(b) + 1.0):
+            if b > 0.0:
+                x_high = min(x_high, h / b)
+            elif b < 0.0:
+                x_low = max(x_low, h / b)
+            elif h < 0.0:
+                return 1.0, 0.0
+        elif a > 0.0:
+            highs[n_high, 0], highs[n_high, 1] = -b / a, h / a
+            n_high += 1
+        else:
+            lows[n_low, 0], lows[n_low, 1] = -b / a, h / a
+            n_low += 1
+    step = 2.0 * delta
+    lows[n_low, 0], lows[n_low, 1] = -1.0 / step, next_low / step
+    highs[n_high, 0], highs[n_high, 1] = -1.0 / step, next_high / step
+    n_low += 1
+    n_high += 1
+    for i in range(n_low):
+        for j in range(n_high):
+            slope, room = lows[i, 0] - highs[j, 0], highs[j, 1] - lows[i, 1]  # slope x <= room
+            if slope > 0.0:
+                x_high = min(x_high, room / slope)
+            elif slope < 0.0:
+                x_low = max(x_low, room / slope)
+            elif room < -1e-9 * (abs(highs[j, 1]) + abs(lows[i, 1]) + 1.0):
+                return 1.0, 0.0
+    return x_low, x_high
+
+
+@njit
+def _largest_u(A, B, H, x, delta, next_low, next_high):
+    """The largest ``u`` with ``A u + B x <= H`` and ``next_low <= x + 2 delta u <= next_high`` at this ``x``
+    (the least violating one, the middle of the bounds, if rounding left none)."""
+    u_low, u_high = (next_low - x) / (2.0 * delta), (next_high - x) / (2.0 * delta)
+    for r in range(A.shape[0]):
+        a, room = A[r], H[r] - B[r] * x
+        if a > 1e-12:
+            u_high = min(u_high, room / a)
+        elif a < -1e-12:
+            u_low = max(u_low, room / a)
+    return u_high if u_high >= u_low else 0.5 * (u_low + u_high)
+
+
+@njit
+def _reachability(A, B, H, x_max, delta):
+    """TOPP-RA on a grid (module docstring): rows ``A[i] u + B[i] x <= H[i]`` of stage ``i`` (its own grid
+    point's and the next one's limits), ``x <= x_max[i]``, ``delta[i] = s_{i+1} - s_i``; at rest at both
+    ends. Returns ``(x, u, failed)``: ``x`` (N,) at the grid points, ``u`` (N-1,), and the first stage
+    whose set is empty (-1 if none)."""
+    N, R = x_max.shape[0], A.shape[1]
+    low, high = np.zeros(N), np.zeros(N)  # the controllable sets; the last is {0}
+    lows, highs = np.empty((R + 1, 2)), np.empty((R + 1, 2))
+    x, u = np.zeros(N), np.zeros(N - 1)
+    for i in range(N - 2, -1, -1):
+        low[i], high[i] = _x_interval(A[i], B[i], H[i], x_max[i], delta[i], low[i + 1], high[i + 1], lows, highs)
+        if low[i] > high[i] * (1.0 + 1e-9) + 1e-12:
+            return x, u, i
+        high[i] = max(high[i], low[i])
+    if low[0] > 1e-12:  # (at rest at the start)
+        return x, u, 0
+    for i in range(N - 1):
+        u[i] = _largest_u(A[i], B[i], H[i], x[i], delta[i], low[i + 1], high[i + 1])
+        x[i + 1] = min(max(x[i] + 2.0 * delta[i] * u[i], low[i + 1]), high[i + 1])
+        u[i] = (x[i + 1] - x[i]) / (2.0 * delta[i])
+    return x, u, -1
+
+
+# ----------------------------------------------------------------------------- the path and its limits
+
+def _acceleration_limits(model, acceleration_limits):
+    """(nv,) rad/s^2 (m/s^2), inf where none: from None, a number, or one per model joint."""
+    if acceleration_limits is None:
+        return np.full(model.nv, np.inf)
+    limits = np.broadcast_to(np.asarray(acceleration_limits, dtype=float), (model.nv,)).copy() \
+        if np.ndim(acceleration_limits) == 0 or np.shape(acceleration_limits) == (model.nv,) else None
+    if limits is None:
+        raise TrajectoryError(f"acceleration limits: give one number or {model.nv} (one per joint: "
+                              f"{', '.join(model.joint_names)}), got {np.shape(acceleration_limits)}")
+    if np.any(np.isnan(limits)) or np.any(limits <= 0):
+        raise TrajectoryError(f"acceleration limits must be positive, got {limits.tolist()}")
+    return limits
+
+
+def _limit(values):
+    """A URDF limit of 0 or absent as no limit (inf), as check_trajectory reads them."""
+    return np.where((values > 0) & np.isfinite(values), values, np.inf)
+
+
+class _Path:
+    """The geometric path of ``trajectory`` in model coordinates: ``q(s)`` a cubic spline (not-a-knot)
+    through the waypoints at their times, the joints the trajectory does not name held still."""
+
+    def __init__(self, model, trajectory, notes):
+        from scipy.interpolate import CubicSpline
+
+        self.model, self.trajectory = model, trajectory
+        self.placement = _placement(model, trajectory, notes)
+        self.spline = CubicSpline(trajectory.t, trajectory.q, axis=0)
+        self.start, self.end = float(trajectory.t[0]), float(trajectory.t[-1])
+
+    def joint_values(self, s, order=0):
+        """The trajectory's joints' ``d^order q / ds^order`` at ``s`` (len(s), m)."""
+        return self.spline(s, order)
+
+    def model_values(self, s, order=0):
+        """The model's coordinates' ``d^order q / ds^order`` at ``s`` (len(s), nv)."""
+        rest, columns, indices = self.placement
+        out = np.tile(rest, (len(s), 1)) if order == 0 else np.zeros((len(s), self.model.nv))
+        out[:, indices] = self.spline(s, order)[:, columns]
+        return out
+
+
+def _path_dynamics(path, s):
+    """``(q, q', q'', a, b, c)`` at the grid ``s``: ``tau = a sdd + b sd^2 + c`` (module docstring), from one
+    batched inverse-dynamics call over the three sets of states."""
+    q, dq, ddq = (path.model_values(s, order) for order in range(3))
+    zero = np.zeros_like(q)
+    tau = inverse_dynamics(path.model, np.concatenate([q, q, q]), np.concatenate([zero, zero, dq]),
+                           np.concatenate([zero, dq, ddq]))
+    c, Mq, Mqq = np.split(tau, 3)
+    return q, dq, ddq, Mq - c, Mqq - c, c
+
+
+def _friction_bounds(model, dq, x_bound):
+    """Per grid point and joint, the friction torque's bounds for a forward run with ``x <= x_bound``:
+    ``(upper slope, upper offset, lower slope, lower offset)`` in ``x`` (module docstring)."""
+    coulomb = model.friction * np.sign(dq)
+    viscous = model.viscous_damping * dq  # beta: the torque beta sqrt(x)
+    root = np.sqrt(x_bound)[:, None]
+    upper_slope = np.where(viscous > 0, viscous / (2 * root), viscous / root)
+    upper_offset = np.where(viscous > 0, viscous * root / 2, 0.0) + np.maximum(coulomb, 0.0)
+    lower_slope = np.where(viscous > 0, viscous / root, viscous / (2 * root))
+    lower_offset = np.where(viscous > 0, 0.0, viscous * root / 2) + np.minimum(coulomb, 0.0)
+    return upper_slope, upper_offset, lower_slope, lower_offset
+
+
+def _rows(terms, effort, acceleration):
+    """Every stage's rows ``A u + B x <= H``: its grid point's limits and the next one's at the same ``u``
+    with ``x + 2 delta u`` (module docstring). ``terms``: :func:`_path_dynamics` and friction bounds."""
+    dq, ddq, a, b, c, friction, delta = terms
+    up_slope, up_offset, low_slope, low_offset = friction
+    finite_effort, finite_acceleration = np.isfinite(effort), np.isfinite(acceleration)
+    A = [a[:, finite_effort], -a[:, finite_effort]]
+    B = [(b + up_slope)[:, finite_effort], -(b + low_slope)[:, finite_effort]]
+    H = [(effort - c - up_offset)[:, finite_effort], (effort + c + low_offset)[:, finite_effort]]
+    A += [dq[:, finite_acceleration], -dq[:, finite_acceleration]]
+    B += [ddq[:, finite_acceleration], -ddq[:, finite_acceleration]]
+    H += [np.broadcast_to(acceleration[finite_acceleration], dq[:, finite_acceleration].shape)] * 2
+    A, B, H = (np.concatenate(part, axis=1) for part in (A, B, H))
+    step = 2 * delta[:, None]
+    return (np.ascontiguousarray(np.concatenate([A[:-1], A[1:] + step * B[1:]], axis=1)),
+            np.ascontiguousarray(np.concatenate([B[:-1], B[1:]], axis=1)),
+            np.ascontiguousarray(np.concatenate([H[:-1], H[1:]], axis=1)))
+
+
+def _refuse(model, path, s, c, effort, why):
+    """InfeasiblePath naming the joint whose holding torque ``c`` is the largest part of its limit near ``s``."""
+    fraction = np.abs(c) / effort
+    k, joint = np.unravel_index(np.argmax(np.where(np.isfinite(fraction), fraction, -1.0)), fraction.shape)
+    name = model.joint_names[joint]
+    raise InfeasiblePath(f"{path.trajectory.source or 'the path'}: no timing keeps it within the limits {why}: at "
+                         f"t = {s[k]:.4g} s of the given trajectory {name} needs {c[k, joint]:.6g} to hold still, its "
+                         f"limit (times the margin) is {effort[joint]:.6g}", name, float(s[k]), float(c[k, joint]),
+                         float(effort[joint]))
+
+
+def _parametrize(model, path, s, dynamics, effort, velocity, acceleration, friction):
+    """``(x, u)`` on the grid ``s``: the fastest rest-to-rest timing (:func:`_reachability`)."""
+    _, dq, ddq, a, b, c = dynamics
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x_max = np.min(np.where(dq != 0, (velocity / np.abs(dq)) ** 2, np.inf), axis=1)
+    x_max = np.minimum(x_max, MAX_PATH_SPEED_SQUARED)
+    zero = np.zeros_like(dq)
+    bounds = _friction_bounds(model, dq, x_max) if friction else (zero, zero, zero, zero)
+    if np.any(np.abs(c[[0, -1]]) > effort):  # (held at rest before and after: no acceleration helps there)
+        _refuse(model, path, s[[0, -1]], c[[0, -1]], effort, "at rest at its ends")
+    delta = np.diff(s)
+    x, u, failed = _reachability(*_rows((dq, ddq, a, b, c, bounds, delta), effort, acceleration), x_max, delta)
+    if failed >= 0:
+        _refuse(model, path, s[failed:failed + 2], c[failed:failed + 2], effort, "at any speed")
+    return x, u
+
+
+# ----------------------------------------------------------------------------- the timing written out
+
+def _grid_times(path, s, x):
+    """The time of each grid point: ``t_{i+1} = t_i + 2 delta_i / (sd_i + sd_{i+1})``."""
+    speed = np.sqrt(x)
+    with np.errstate(divide="ignore"):
+        steps = 2 * np.diff(s) / (speed[:-1] + speed[1:])
+    stuck = ~np.isfinite(steps)
+    if stuck.any():
+        raise InfeasiblePath(f"{path.trajectory.source or 'the path'}: the limits hold only at standstill at "
+                             f"t = {s[np.argmax(stuck)]:.4g} s of the given trajectory", "", float(s[np.argmax(stuck)]),
+                             float("nan"), float("nan"))
+    times = path.start + np.concatenate([[0.0], np.cumsum(steps)])
+    if times[-1] - times[0] > MAX_DURATION:
+        raise TrajectoryError(f"{path.trajectory.source or 'the path'}: the limits allow it only in "
+                              f"{times[-1] - times[0]:.6g} s, more than the {MAX_DURATION:g} s allowed")
+    return times
+
+
+def _dense_times(start, end, rate):
+    """``start + k / rate`` up to ``end`` (as check_trajectory samples), the last closer than half a period to
+    ``end`` dropped, and ``end``."""
+    count = np.floor((end - start) * rate) + 1
+    if not count <= MAX_SAMPLES:
+        raise TrajectoryError(f"the retimed trajectory lasts {end - start:.6g} s: at {rate:g} Hz more than the "
+                              f"{MAX_SAMPLES} points allowed")
+    times = start + np.arange(int(count)) / rate
+    return np.append(times[times < end - 0.5 / rate], end)
+
+
+def _write_out(path, s, x, u, grid_times, rate):
+    """``(t, s, sd, sdd)`` every ``1 / rate`` s: within grid segment ``i`` ``sdd = u_i``, so ``s`` is a
+    parabola in ``t``."""
+    t = _dense_times(grid_times[0], grid_times[-1], rate)
+    segment = np.clip(np.searchsorted(grid_times, t, side="right") - 1, 0, s.size - 2)
+    dt, sdd = t - grid_times[segment], u[segment]
+    sd = np.maximum(np.sqrt(x[segment]) + sdd * dt, 0.0)
+    along = np.clip(s[segment] + np.sqrt(x[segment]) * dt + 0.5 * sdd * dt**2, s[segment], s[segment + 1])
+    return t, along, sd, sdd
+
+
+def _joint_states(values, along, sd, sdd):
+    """``(q, qd, qdd)`` at path points ``along`` run at ``sd``, ``sdd``: ``qd = q' sd``,
+    ``qdd = q' sdd + q'' sd^2``; ``values(s, order)`` the path's derivatives."""
+    dq = values(along, 1)
+    return values(along), dq * sd[:, None], values(along, 2) * (sd**2)[:, None] + dq * sdd[:, None]
+
+
+def _binding(model, path, along, ratios):
+    """Per waypoint segment ``(index, joint, limit)`` with the largest ratio of a value to its limit."""
+    kinds = list(ratios)
+    stacked = np.stack([ratios[kind] for kind in kinds])  # (kind, points, nv)
+    segment = np.clip(np.searchsorted(path.trajectory.t, along, side="right") - 1, 0, path.trajectory.t.size - 2)
+    binding = []
+    for k in range(path.trajectory.t.size - 1):
+        inside = np.flatnonzero(segment == k)
+        if inside.size == 0:  # (a segment shorter than a period: its nearest point)
+            inside = np.array([min(np.searchsorted(along, path.trajectory.t[k]), along.size - 1)])
+        kind, _, joint = np.unravel_index(np.argmax(stacked[:, inside]), stacked[:, inside].shape)
+        binding.append((k, model.joint_names[joint], kinds[kind]))
+    return binding
+
+
+def retime(model, trajectory, effort_margin=1.0, acceleration_limits=None, friction=False, rate=DEFAULT_RATE,
+           gridpoints=DEFAULT_GRIDPOINTS, friction_velocity=DEFAULT_FRICTION_VELOCITY):
+    """:class:`RetimeResult`: ``trajectory``'s waypoint positions, as a path, run from rest to rest in the
+    shortest time within the URDF velocity limits, ``acceleration_limits`` (None, a number, or one per
+    model joint) and ``effort_margin`` (0 < m <= 1) times the URDF effort limits (module docstring).
+
+    ``model`` carries the payload (``model.with_payload``); ``friction`` adds the URDF's and the motors'
+    friction to the torques. Raises :class:`InfeasiblePath` when no timing can keep the limits,
+    :class:`TrajectoryError` on bad input."""
+    if not 0 < effort_margin <= 1:
+        raise TrajectoryError(f"the effort margin must be in (0, 1], got {effort_margin}")
+    if not (np.isfinite(rate) and rate > 0):
+        raise TrajectoryError(f"the rate must be a positive number of Hz, got {rate}")
+    if not 2 <= int(gridpoints) <= MAX_GRIDPOINTS:
+        raise TrajectoryError(f"gridpoints must be from 2 to {MAX_GRIDPOINTS}, got {gridpoints}")
+    notes = list(trajectory.notes)
+    path = _Path(model, trajectory, notes)
+    s = np.linspace(path.start, path.end, int(gridpoints))
+    dynamics = _path_dynamics(path, s)
+    if not all(np.isfinite(part).all() for part in dynamics):
+        raise TrajectoryError(f"{trajectory.source or 'the path'}: its torques are not finite (waypoints beyond "
+                              "what can be computed)")
+    if not np.any(dynamics[1]):
+        raise TrajectoryError(f"{trajectory.source or 'the path'}: the waypoints do not move: nothing to retime")
+    velocity, acceleration = _limit(model.velocity_limits), _acceleration_limits(model, acceleration_limits)
+    effort_limit = _limit(model.effort_limits)
+    scale = np.ones(3)  # how much the effort, velocity and acceleration limits are tightened
+    for _ in range(TIGHTENING_ROUNDS):
+        x, u = _parametrize(model, path, s, dynamics, effort_margin * scale[0] * effort_limit, scale[1] * velocity,
+                            scale[2] * acceleration, friction)
+        grid_times = _grid_times(path, s, x)
+        t, along, sd, sdd = _write_out(path, s, x, u, grid_times, rate)
+        Q, QD, QDD = _joint_states(path.model_values, along, sd, sdd)
+        tau = _torques(model, Q, QD, QDD, friction, friction_velocity)
+        ratios = {"effort": np.abs(tau) / (effort_margin * effort_limit), "velocity": np.abs(QD) / velocity,
+                  "acceleration": np.abs(QDD) / acceleration}
+        worst = np.array([ratio.max() for ratio in ratios.values()])
+        if np.all(worst <= 1.0):
+            break
+        scale = np.where(worst > 1.0, scale / np.maximum(worst * (1 + TIGHTENING_SLACK), 1.0), scale)
+    else:
+        raise TrajectoryError(f"{trajectory.source or 'the path'}: after {TIGHTENING_ROUNDS} tightenings the timing "
+                              f"still exceeds a limit between grid points (by {100 * (worst.max() - 1):.3g} %): "
+                              "give more grid points")
+    _, columns, indices = path.placement
+    q, qd, qdd = _joint_states(path.joint_values, along, sd, sdd)  # (mimic joints named: their own path column)
+    effort = np.zeros_like(q)
+    effort[:, columns] = tau[:, indices]
+    if columns.size < q.shape[1]:
+        notes.append("mimic joints named in the trajectory: their efforts are left 0 (their masters carry them)")
+    retimed = Trajectory(trajectory.joint_names, t, q, qd, qdd, effort, source=f"{trajectory.source} (retimed)".strip(),
+                         notes=notes)
+    return RetimeResult(retimed, float(trajectory.t[-1] - trajectory.t[0]), float(t[-1] - t[0]),
+                        _binding(model, path, along, ratios), int(gridpoints), float(effort_margin * scale[0]))
+
+
+def feedforward(model, trajectory, friction=False, friction_velocity=DEFAULT_FRICTION_VELOCITY):
+    """``trajectory`` with ``effort`` filled: the inverse-dynamics torque at each waypoint, in the state
+    joint_trajectory_controller has there (the given velocities and accelerations, else those of its
+    interpolation), with friction if asked; the same times, nothing retimed. One batched call."""
+    notes = list(trajectory.notes)
+    placement = _placement(model, trajectory, notes)
+    rest, columns, indices = placement
+    with np.errstate(all="ignore"):
+        q, qd, qdd = interpolate(trajectory, trajectory.t)
+    states = [np.tile(rest, (trajectory.t.size, 1)), np.zeros((trajectory.t.size, model.nv)),
+              np.zeros((trajectory.t.size, model.nv))]
+    for state, value in zip(states, (q, qd, qdd)):
+        state[:, indices] = value[:, columns]
+    tau = _torques(model, *states, friction, friction_velocity)
+    if not np.isfinite(tau).all():
+        raise TrajectoryError(f"{trajectory.source or 'the trajectory'}: its torques are not finite (waypoints beyond "
+                              "what can be computed)")
+    effort = np.zeros_like(trajectory.q)
+    effort[:, columns] = tau[:, indices]
+    return dataclasses.replace(trajectory, effort=effort, notes=notes)
