@@ -171,13 +171,6 @@ def _verdict(plan: Plan, trajectory) -> str:
     return ""
 
 
-def _model_order_limits(plan: Plan, trajectory):
-    """The acceleration limits of the trajectory's joints (its order), None without any."""
-    if plan.acceleration_limits is None:
-        return None
-    return plan.acceleration_limits[[plan.model.joint_names.index(n) for n in trajectory.joint_names]]
-
-
 def filter_trajectory(plan: Plan, trajectory) -> Filtered:
     """What ``mode`` makes of ``trajectory`` (module docstring); Rejected (the reason) when it is not forwarded."""
     s = plan.settings
@@ -200,7 +193,7 @@ def filter_trajectory(plan: Plan, trajectory) -> Filtered:
             if duration * s.rate > MAX_OUTPUT_POINTS * 10:  # (the retimed one is checked below; this bounds the work)
                 raise Rejected(f"{duration:.6g} s at rate {s.rate:g} Hz is too long to retime")
             result = retime(plan.model, trajectory, effort_margin=s.effort_margin,
-                            acceleration_limits=_model_order_limits(plan, trajectory), friction=s.friction, rate=s.rate)
+                            acceleration_limits=plan.acceleration_limits, friction=s.friction, rate=s.rate)
             out = result.trajectory
             summary = f"retimed from {result.duration_before:.4g} s to {result.duration_after:.4g} s"
     except InfeasiblePath as error:
