@@ -81,7 +81,8 @@ def round_trips(node, publisher, msg, trials, timeout=10.0):
     from trajectory_msgs.msg import JointTrajectory
 
     arrived = threading.Event()
-    node.create_subscription(JointTrajectory, "trajectory_out", lambda _msg: arrived.set(), 10)
+    # raw: the answer as bytes, as a C++ controller takes it (rclpy would build a Python object per point)
+    node.create_subscription(JointTrajectory, "trajectory_out", lambda _msg: arrived.set(), 10, raw=True)
     latencies = []
     for _ in range(trials):
         arrived.clear()
