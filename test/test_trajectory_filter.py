@@ -171,3 +171,11 @@ def test_the_serialized_joint_trajectory_is_what_rclpy_reads(empty):
             for values, got in zip(arrays, (p.positions, p.velocities, p.accelerations, p.effort)):
                 assert list(got) == ([] if values is None else values[k].tolist())
             assert p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec == pytest.approx(t[k], abs=1e-9)
+
+
+@pytest.mark.parametrize("mode", ["check", "feedforward", "retime"])
+def test_a_trajectory_too_long_for_the_rate_is_refused_before_any_work(arm, mode):
+    plan = make_plan(arm, Settings(mode=mode, rate=1000.0))
+    trajectory, _ = read_joint_trajectory(arm, ARM, path_points(3000.0))  # (50 min: 3 million samples at 1 kHz)
+    with pytest.raises(Rejected, match="3000 s at rate 1000 Hz is more than the 100000 samples"):
+        filter_trajectory(plan, trajectory)

@@ -33,7 +33,7 @@ __all__ = ["MODES", "PARAMETERS", "TOPICS", "Filtered", "Plan", "Settings", "coe
            "make_plan"]
 
 MODES = ("check", "feedforward", "retime")
-#: most points the filter writes (a retimed trajectory at ``rate`` Hz: 100 s at 1 kHz)
+#: most samples the filter takes and points it writes, at ``rate`` Hz (100 s at 1 kHz)
 MAX_OUTPUT_POINTS = 100_000
 
 
@@ -174,6 +174,10 @@ def _verdict(plan: Plan, trajectory) -> str:
 def filter_trajectory(plan: Plan, trajectory) -> Filtered:
     """What ``mode`` makes of ``trajectory`` (module docstring); Rejected (the reason) when it is not forwarded."""
     s = plan.settings
+    duration = float(trajectory.t[-1] - trajectory.t[0])
+    if duration * s.rate > MAX_OUTPUT_POINTS:  # (the work of every mode grows with the samples)
+        raise Rejected(f"{duration:.6g} s at rate {s.rate:g} Hz is more than the {MAX_OUTPUT_POINTS} samples the "
+                       f"filter takes")
     if s.mode == "check":
         reason = _verdict(plan, trajectory)
         if reason:
@@ -189,9 +193,6 @@ def filter_trajectory(plan: Plan, trajectory) -> Filtered:
             out = feedforward(plan.model, trajectory, friction=s.friction)
             summary = "effort filled"
         else:
-            duration = float(trajectory.t[-1] - trajectory.t[0])
-            if duration * s.rate > MAX_OUTPUT_POINTS * 10:  # (the retimed one is checked below; this bounds the work)
-                raise Rejected(f"{duration:.6g} s at rate {s.rate:g} Hz is too long to retime")
             result = retime(plan.model, trajectory, effort_margin=s.effort_margin,
                             acceleration_limits=plan.acceleration_limits, friction=s.friction, rate=s.rate)
             out = result.trajectory
