@@ -28,7 +28,7 @@ from ..common.joint_trajectory import read_joint_trajectory
 from ..common.parameters import Rejected
 from ..common.safety import cut
 from ..common.trajectory_cdr import joint_trajectory_bytes
-from .plan import PARAMETERS, Plan, Settings, coerce_setting, filter_trajectory, make_plan
+from .plan import PARAMETERS, Plan, Settings, coerce_setting, filter_trajectory, make_plan, warm_up
 
 __all__ = ["TrajectoryFilter"]
 
@@ -55,6 +55,13 @@ class TrajectoryFilter(RobotNode):
                 f"{s.effort_margin:g}{payload}")
         if self._plan is None or text != self._model_status[1]:
             self.get_logger().info(cut(text))
+        if self._plan is None:
+            started = time.monotonic()
+            try:
+                warm_up(plan)
+            except Exception as exc:  # noqa: BLE001 - a warm-up that fails only leaves the first trajectory slower
+                self.get_logger().warn(cut(f"warming up the filter failed: {exc!r}"))
+            self.get_logger().info(f"filter warmed up in {time.monotonic() - started:.2f} s")
         self._model_status = (DiagnosticStatus.OK, cut(text))
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:

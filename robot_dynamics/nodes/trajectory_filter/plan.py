@@ -19,18 +19,18 @@ does what ``mode`` says to a received trajectory
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ...rigid_body.model import RobotModel
-from ...trajectories.check import TrajectoryError, check_trajectory
+from ...trajectories.check import Trajectory, TrajectoryError, check_trajectory
 from ..common.parameters import LOCK, Parameter, Rejected, bounded_float, float_list, one_of
 from ..common.safety import Plausibility, check_outputs_finite, check_outputs_plausible, check_payload, cut
 from ..dynamics import plan as dynamics_plan
 
 __all__ = ["MODES", "PARAMETERS", "TOPICS", "Filtered", "Plan", "Settings", "coerce_setting", "filter_trajectory",
-           "make_plan"]
+           "make_plan", "warm_up"]
 
 MODES = ("check", "feedforward", "retime")
 #: most samples the filter takes and points it writes, at ``rate`` Hz (100 s at 1 kHz)
@@ -208,3 +208,18 @@ def filter_trajectory(plan: Plan, trajectory) -> Filtered:
     if not all(np.isfinite(v).all() for v in values) or effort is None:
         raise Rejected("the result is not finite (or has no effort): not forwarded")
     return Filtered(out, effort, summary)
+
+
+def warm_up(plan: Plan) -> None:
+    """Filter a short move of every joint once in each mode: the kernels of the check and of the retiming
+    load from numba's cache (or compile) now, not when the first trajectory waits for them (0.4-1 s)."""
+    model = plan.model
+    low, high = model.position_limits[:, 0], model.position_limits[:, 1]
+    start = np.clip(0.0, low, high)
+    end = np.clip(start + 0.01, low, high)
+    move = Trajectory(model.joint_names, [0.0, 1.0], np.array([start, end]), source="warm-up")
+    for mode in MODES:
+        try:
+            filter_trajectory(replace(plan, settings=replace(plan.settings, mode=mode)), move)
+        except Rejected:  # (a robot this move does not suit: the kernels ran all the same)
+            pass
