@@ -3,7 +3,11 @@ trajectory in, the filtered one out (check: unchanged; feedforward: the inverse-
 retime: within the limits); malformed or infeasible ones never forwarded, the reason on
 /diagnostics; the publisher's desired_state sampled as the check interpolates."""
 
+import re
+import shlex
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,10 +20,12 @@ pytest.importorskip("rclpy")
 
 from builtin_interfaces.msg import Duration  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
-from ros_helpers import NodeProcess, RosHarness  # noqa: E402
-from test_trajectory_filter import ARM, path_points  # noqa: E402
+from ros_helpers import NodeProcess, RosHarness, ros_env  # noqa: E402
+from robot_dynamics.tools import processes  # noqa: E402
+from test_trajectory_filter import ARM, path_points, point  # noqa: E402
 
 PAYLOAD = 3.0
 
@@ -180,3 +186,64 @@ def test_the_publisher_plays_a_joint_trajectory_as_the_check_interpolates_it(tmp
         code = process.stop()
         harness.close()
     assert code == 0, process.log()
+
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "trajectory_filter.md"
+
+
+def doc_commands():
+    """The commands of docs/trajectory_filter.md's bash blocks (continuation lines joined), and its yaml block."""
+    text = DOCS.read_text()
+    blocks = [re.sub(r"\\\n\s*", " ", block) for block in re.findall(r"```bash\n(.*?)```", text, re.S)]
+    return [line.strip() for block in blocks for line in block.splitlines() if line.strip()], \
+        re.findall(r"```yaml\n(.*?)```", text, re.S)
+
+
+def doc_process(command, log_path):
+    """A command of the page as a process: its first word from this venv, a trailing ``&`` dropped."""
+    words = shlex.split(command.removesuffix("&").strip())
+    return NodeProcess(words[0], log_path, extra_args=words[1:]) if words[0] == "trajectory_filter" else \
+        processes.NodeProcess(words[0], [str(Path(sys.executable).with_name(words[0]))] + words[1:], ros_env(),
+                              log_path)
+
+
+def test_docs_commands_run(tmp_path, monkeypatch):
+    """docs/trajectory_filter.md's commands as written: the filter answering on a controller's topic, and
+    the chain planner -> filter -> publisher -> dynamics node -> simulator taking the arm to the goal."""
+    commands, (hold,) = doc_commands()
+    assert len(commands) == 3 and "joint_trajectory_controller" in commands[0]
+    harness = RosHarness("docs_probe")
+    controller = harness.collect(JointTrajectory, "/joint_trajectory_controller/joint_trajectory", qos=10)
+    planner = harness.publisher(JointTrajectory, "/trajectory_in")
+    desired = harness.collect(JointTrajectory, "/desired_state", qos=10)
+    states = harness.collect(JointState, "/joint_states")
+    running = []
+    try:
+        running.append(doc_process(commands[0], tmp_path / "filter.log"))
+        running[-1].wait_log("filter warmed up", timeout=90.0)
+        harness.wait_for_subscriber(planner)
+        move = message(path_points(0.5))
+        answer = send(planner, controller, move, timeout=20.0)
+        assert len(answer.points) > 100 and len(answer.points[-1].effort) == 7  # retimed, efforts filled
+        assert running.pop().stop() == 0
+
+        (tmp_path / "hold.yaml").write_text(hold)
+        monkeypatch.chdir(tmp_path)  # (the page's commands run where hold.yaml is)
+        for k, command in enumerate(commands[1:]):
+            running.append(doc_process(command, tmp_path / f"chain{k}.log"))
+            if k == 0:  # the graph's trajectory publisher is up once the loop is closed
+                desired.wait_for(timeout=120.0, what="desired_state of the simulation graph")
+        running[-1].wait_log("filter warmed up", timeout=90.0)
+        harness.wait_for_subscriber(planner)
+        home = np.array(desired.messages[-1].points[0].positions[:7])
+        goal = home + np.array([0.8, 0.4, 0.0, 0.6, 0.5, -0.4, 0.3])
+        plan = message([point(0.125 * k, home + s * (goal - home)) for k, s in enumerate(np.linspace(0, 1, 5))])
+        planner.publish(plan)
+        reached = states.wait_for(lambda m: np.abs(np.array(m.position[:7]) - goal).max() < 2e-3, timeout=20.0,
+                                  what="the arm at the goal")
+        assert reached is not None
+        np.testing.assert_allclose(desired.messages[-1].points[0].positions[:7], goal, atol=1e-9)
+    finally:
+        for process in reversed(running):
+            process.stop()
+        harness.close()
