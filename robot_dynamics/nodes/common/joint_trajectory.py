@@ -62,7 +62,8 @@ def _field(points, key: str, names: tuple) -> np.ndarray | None:
     return values
 
 
-def read_joint_trajectory(model, joint_names, points, *, max_points: int = MAX_POINTS) -> tuple[Trajectory, np.ndarray | None]:
+def read_joint_trajectory(model, joint_names, points, *,
+                          max_points: int = MAX_POINTS) -> tuple[Trajectory, np.ndarray | None]:
     """``(trajectory, effort or None)`` of a JointTrajectory's fields on ``model``: times are the points'
     ``time_from_start`` (not shifted), the interpolation is the one their fields make (quintic with
     accelerations, cubic with velocities, linear with positions alone, as joint_trajectory_controller);
@@ -85,7 +86,6 @@ def read_joint_trajectory(model, joint_names, points, *, max_points: int = MAX_P
         raise Rejected(f"{len(points)} points, more than the {max_points} allowed")
     if len(points) < 2:
         raise Rejected(f"{len(points)} point(s): at least two are needed (the path's start and end)")
-    n = len(names)
     fields = {key: _field(points, key, names) for key in FIELDS}
     if fields["positions"] is None:
         raise Rejected("the points have no positions")
