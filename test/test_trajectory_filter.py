@@ -179,3 +179,17 @@ def test_a_trajectory_too_long_for_the_rate_is_refused_before_any_work(arm, mode
     trajectory, _ = read_joint_trajectory(arm, ARM, path_points(3000.0))  # (50 min: 3 million samples at 1 kHz)
     with pytest.raises(Rejected, match="3000 s at rate 1000 Hz is more than the 100000 samples"):
         filter_trajectory(plan, trajectory)
+
+
+def test_the_config_file_holds_the_nodes_defaults():
+    yaml = pytest.importorskip("yaml")
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "config" / "trajectory_filter.yaml").read_text()
+    values = yaml.safe_load(text)["/**"]["ros__parameters"]
+    declared = {p.name: p for p in PARAMETERS}
+    assert set(values) - {"robot_description_node"} <= set(declared)
+    assert len(values) >= len(declared) - 1  # (every one but lock_torque_parameters, set at start only)
+    for name, value in values.items():
+        if name in declared:
+            assert coerce_setting(declared[name].field, value) == getattr(Settings(), declared[name].field), name
