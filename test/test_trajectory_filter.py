@@ -15,7 +15,7 @@ from robot_dynamics.nodes.trajectory_filter.plan import (
     PARAMETERS, Settings, coerce_setting, filter_trajectory, make_plan,
 )
 from robot_dynamics.nodes.trajectory_publisher.playback import make_playback
-from robot_dynamics.trajectories.check import Trajectory, check_trajectory, interpolate
+from robot_dynamics.trajectories.check import Trajectory, TrajectoryError, check_trajectory, interpolate
 
 ARM = [f"arm7_joint{k}" for k in range(1, 8)]
 HOME = np.array([0.0, -0.3, 0.0, -2.0, 0.0, 1.9, 0.8])
@@ -193,3 +193,17 @@ def test_the_config_file_holds_the_nodes_defaults():
     for name, value in values.items():
         if name in declared:
             assert coerce_setting(declared[name].field, value) == getattr(Settings(), declared[name].field), name
+
+
+def test_retime_mode_takes_a_finer_grid_when_the_default_one_is_too_coarse(arm):
+    """This path with 3 kg on the hand: on retime's default grid the limits cannot be held between its
+    points (the library says so); the filter retimes it on a finer grid, within the limits."""
+    from robot_dynamics.trajectories.retime import retime
+
+    plan = make_plan(arm, Settings(mode="retime", payload_link="arm7_hand", payload_mass=3.0))
+    trajectory, _ = read_joint_trajectory(arm, ARM, path_points(0.5))
+    with pytest.raises(TrajectoryError, match="give more grid points"):
+        retime(plan.model, trajectory)
+    out = filter_trajectory(plan, trajectory)
+    assert check_trajectory(plan.model, out.trajectory).ok
+    np.testing.assert_allclose(out.effort, out.trajectory.effort)

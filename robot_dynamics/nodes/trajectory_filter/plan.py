@@ -35,6 +35,7 @@ __all__ = ["MODES", "PARAMETERS", "TOPICS", "Filtered", "Plan", "Settings", "coe
 MODES = ("check", "feedforward", "retime")
 #: most samples the filter takes and points it writes, at ``rate`` Hz (100 s at 1 kHz)
 MAX_OUTPUT_POINTS = 100_000
+FINER_GRID = 4  # times the retiming's default grid points, for a path its default grid is too coarse for
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,22 @@ def _verdict(plan: Plan, trajectory) -> str:
     return ""
 
 
+def _retime(plan: Plan, trajectory):
+    """``retime`` on the default grid; should the grid be too coarse for the limits to hold between its
+    points (the library says so), once more on one :data:`FINER_GRID` times finer."""
+    from ...trajectories.retime import DEFAULT_GRIDPOINTS, InfeasiblePath, retime
+
+    s = plan.settings
+    options = dict(effort_margin=s.effort_margin, acceleration_limits=plan.acceleration_limits, friction=s.friction,
+                   rate=s.rate)
+    try:
+        return retime(plan.model, trajectory, **options)
+    except InfeasiblePath:
+        raise
+    except TrajectoryError:  # (bad input fails again at once; a coarse grid does not)
+        return retime(plan.model, trajectory, gridpoints=FINER_GRID * DEFAULT_GRIDPOINTS, **options)
+
+
 def filter_trajectory(plan: Plan, trajectory) -> Filtered:
     """What ``mode`` makes of ``trajectory`` (module docstring); Rejected (the reason) when it is not forwarded."""
     s = plan.settings
@@ -183,7 +200,7 @@ def filter_trajectory(plan: Plan, trajectory) -> Filtered:
         if reason:
             raise Rejected(cut(f"beyond the limits: {reason}"))
         return Filtered(None, None, "within the limits: forwarded unchanged")
-    from ...trajectories.retime import InfeasiblePath, feedforward, retime
+    from ...trajectories.retime import InfeasiblePath, feedforward
 
     try:
         if s.mode == "feedforward":
@@ -193,8 +210,7 @@ def filter_trajectory(plan: Plan, trajectory) -> Filtered:
             out = feedforward(plan.model, trajectory, friction=s.friction)
             summary = "effort filled"
         else:
-            result = retime(plan.model, trajectory, effort_margin=s.effort_margin,
-                            acceleration_limits=plan.acceleration_limits, friction=s.friction, rate=s.rate)
+            result = _retime(plan, trajectory)
             out = result.trajectory
             summary = f"retimed from {result.duration_before:.4g} s to {result.duration_after:.4g} s"
     except InfeasiblePath as error:
