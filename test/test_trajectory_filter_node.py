@@ -247,3 +247,17 @@ def test_docs_commands_run(tmp_path, monkeypatch):
         for process in reversed(running):
             process.stop()
         harness.close()
+
+
+def test_the_latency_benchmark_prints_its_table(capsys):
+    """A tiny run of tools/benchmarks/trajectory_filter.py (its figures are docs/trajectory_filter.md's)."""
+    from robot_dynamics.tools.benchmarks import trajectory_filter as benchmark
+
+    import os
+
+    assert benchmark.main(["--trials", "3", "--domain-id", os.environ["ROS_DOMAIN_ID"]]) == 0  # (the tests' domain)
+    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()
+            if line.split()[:1] and line.split()[0] in benchmark.MODES}
+    assert set(rows) == set(benchmark.MODES)
+    assert rows["check"][1] == "50" and int(rows["retime"][1]) > 1000  # points out: unchanged; a point per ms
+    assert all(float(value) > 0 for row in rows.values() for value in row[2:7])

@@ -1,7 +1,7 @@
 """Latency of the trajectory filter: a 7-joint, 50-point JointTrajectory on ``trajectory_in`` to its
 answer on ``trajectory_out``, per mode.
 
-    python -m robot_dynamics.tools.benchmarks.trajectory_filter [--trials 100] [--duration 3]
+    python -m robot_dynamics.tools.benchmarks.trajectory_filter [--trials 100] [--duration 3] [--domain-id N]
 
 One ``trajectory_filter`` process per mode (``check``, ``feedforward``, ``retime``) runs the bundled
 ``arm7_gripper`` with a 3 kg payload on its hand; this process publishes the same trajectory (50
@@ -142,12 +142,13 @@ def main(argv=None):
     parser.add_argument("--trials", type=int, default=100)
     parser.add_argument("--points", type=int, default=50)
     parser.add_argument("--duration", type=float, default=3.0, help="seconds from the first point to the last")
+    parser.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: a random private one)")
     args = parser.parse_args(argv)
     from robot_dynamics.compiling import compile_and_report
 
     compile_and_report(["library"], "the dynamics kernels", print)
     msg = message(trajectory_points(args.points, args.duration))
-    env = ros_environment()
+    env = ros_environment(args.domain_id)
     print(f"trajectory_filter: arm7_gripper (7 joints in the trajectory) with 3 kg, {args.points} points over "
           f"{args.duration:g} s, {args.trials} trials per mode, one at a time; ROS_DOMAIN_ID {env['ROS_DOMAIN_ID']}")
     print(f"{'mode':<12} {'points out':>10} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'in-process p50':>14} "
