@@ -207,3 +207,20 @@ def test_retime_mode_takes_a_finer_grid_when_the_default_one_is_too_coarse(arm):
     out = filter_trajectory(plan, trajectory)
     assert check_trajectory(plan.model, out.trajectory).ok
     np.testing.assert_allclose(out.effort, out.trajectory.effort)
+
+
+def test_check_mode_holds_the_efforts_a_trajectory_carries_to_the_limits(arm):
+    """A feed-forward forwarded unchanged must not ask a motor for more than its limit (times the margin)."""
+    plan = make_plan(arm, Settings(mode="check", effort_margin=0.5))
+    points = path_points(4.0)
+    trajectory, _ = read_joint_trajectory(arm, ARM, points)
+    fine = np.full((5, 7), 5.0)  # N m: within half of 12 and of 87
+    assert filter_trajectory(plan, trajectory, fine).trajectory is None
+    absurd = fine.copy()
+    absurd[3, 4] = 6.5  # arm7_joint5: more than half its 12 N m
+    with pytest.raises(Rejected, match="point 3 gives arm7_joint5 an effort of 6.5, beyond effort_margin 0.5 times "
+                                       "its limit 12"):
+        filter_trajectory(plan, trajectory, absurd)
+    absurd[3, 4] = 1e300
+    with pytest.raises(Rejected, match="an effort of 1e\\+300"):
+        filter_trajectory(plan, trajectory, absurd)

@@ -71,8 +71,8 @@ class TrajectoryFilter(RobotNode):
         try:
             if plan is None:
                 raise Rejected("no robot model yet: not forwarded")
-            trajectory, _ = read_joint_trajectory(plan.model, msg.joint_names, msg.points)
-            filtered = filter_trajectory(plan, trajectory)
+            trajectory, effort = read_joint_trajectory(plan.model, msg.joint_names, msg.points)
+            filtered = filter_trajectory(plan, trajectory, effort)
             out, count = msg, len(msg.points)
             if filtered.trajectory is not None:  # (serialized at once: 2 000 point objects would take 70 ms)
                 result = filtered.trajectory

@@ -8,7 +8,8 @@ does what ``mode`` says to a received trajectory
 
 - ``check``: :func:`robot_dynamics.trajectories.check.check_trajectory` at ``rate`` Hz (JTC's
   sampling); forwarded unchanged when no joint's torque exceeds ``effort_margin`` times its effort
-  limit and no velocity its velocity limit, refused otherwise (the first violation named);
+  limit and no velocity its velocity limit (nor any ``effort`` the points carry), refused otherwise
+  (the first violation named);
 - ``feedforward``: the same times, ``effort`` filled with the inverse-dynamics torque
   (:func:`robot_dynamics.trajectories.retime.feedforward`), refused as in ``check`` if beyond a limit;
 - ``retime``: the shortest timing of the waypoints' path within the velocity, ``acceleration_limit``
@@ -188,15 +189,32 @@ def _retime(plan: Plan, trajectory):
         return retime(plan.model, trajectory, gridpoints=FINER_GRID * DEFAULT_GRIDPOINTS, **options)
 
 
-def filter_trajectory(plan: Plan, trajectory) -> Filtered:
-    """What ``mode`` makes of ``trajectory`` (module docstring); Rejected (the reason) when it is not forwarded."""
+def _effort_problem(plan: Plan, names, effort) -> str:
+    """'' when the given ``effort`` (N, m) keeps within ``effort_margin`` times the effort limits, else the
+    first point and joint beyond: a feed-forward forwarded unchanged is held to the limits it would break."""
+    limits = plan.settings.effort_margin * np.array([plan.model.effort_limits[plan.model.joint_names.index(n)]
+                                                     for n in names])
+    limits = np.where((limits > 0) & np.isfinite(limits), limits, np.inf)
+    beyond = np.abs(effort) > limits
+    if not beyond.any():
+        return ""
+    k, j = np.argwhere(beyond)[0]
+    return (f"point {k} gives {names[j]} an effort of {effort[k, j]:.4g}, beyond effort_margin "
+            f"{plan.settings.effort_margin:g} times its limit {limits[j] / plan.settings.effort_margin:g}")
+
+
+def filter_trajectory(plan: Plan, trajectory, effort=None) -> Filtered:
+    """What ``mode`` makes of ``trajectory`` (module docstring) whose points carry ``effort`` (N, m) or None
+    (``check`` forwards it, held to the limits; the other modes write their own); Rejected (the reason)
+    when it is not forwarded."""
     s = plan.settings
     duration = float(trajectory.t[-1] - trajectory.t[0])
     if duration * s.rate > MAX_OUTPUT_POINTS:  # (the work of every mode grows with the samples)
         raise Rejected(f"{duration:.6g} s at rate {s.rate:g} Hz is more than the {MAX_OUTPUT_POINTS} samples the "
                        f"filter takes")
     if s.mode == "check":
-        reason = _verdict(plan, trajectory)
+        reason = _verdict(plan, trajectory) or (_effort_problem(plan, trajectory.joint_names, effort)
+                                                if effort is not None else "")
         if reason:
             raise Rejected(cut(f"beyond the limits: {reason}"))
         return Filtered(None, None, "within the limits: forwarded unchanged")
