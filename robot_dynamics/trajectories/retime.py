@@ -17,16 +17,16 @@ approach to time-optimal path parameterization based on reachability analysis", 
   them. Each stage also holds the next grid point's limits with the same ``u`` (TOPP-RA's
   "interpolation" discretization), so both one-sided accelerations at every grid point are limited.
 
-The timing is then written every ``1 / rate`` s (joint_trajectory_controller's samples; its quintic
-between them stays on the path) with the inverse-dynamics torque of every point as ``effort``.
-Every result is checked at those points and, where the path acceleration jumps (a bang-bang switch),
-on the controller's quintic between them: through the accelerations of both sides of a jump it
-overshoots them by up to 8 % of the jump (16 % of a full reversal), whatever the spacing of the
-points. Where a limit is passed (there, or between grid points), that joint's limit is tightened by
-the excess and the timing found again, so a result never exceeds ``effort_margin`` times the effort
-limits, nor the velocity and acceleration limits, as a controller at ``rate`` samples it, whatever
-its phase. (``between_points=False`` checks the points only: the grid's optimum, up to 10 % faster
-where a switch reverses the full torque, which a controller sampling off the points exceeds.)
+The timing is then written every ``1 / rate`` s (joint_trajectory_controller's samples) with the
+inverse-dynamics torque of every point as ``effort``. The optimum is bang-bang in ``sdd``: a
+controller's quintic through points on both sides of a jump of the acceleration overshoots it by up
+to 8 % of the jump (16 % of a full reversal) whatever the spacing of the points, so the timing is
+averaged over one period first (each jump becomes a ramp over one period; the motion lasts one
+period longer), which leaves about 2 %. Every result is checked at its points and on the quintic
+inside the intervals of those ramps; where a limit is passed (there, or between grid points), that
+joint's limit is tightened by the excess and the timing found again. So a result never exceeds
+``effort_margin`` times the effort limits, nor the velocity and acceleration limits, as a controller
+at ``rate`` samples it, whatever its phase (``between_points=False``: at the points only).
 
 Friction (``friction=True``): the Coulomb term ``F tanh(qd / eps)`` lies between 0 and ``F sign(q')``
 for a path run forwards, and both ends of that interval are kept within the limits; the viscous term
@@ -307,12 +307,14 @@ def _dense_times(start, end, rate):
     return np.append(times[times < end - END_GAP], end)
 
 
-def _between_switches(t, grid_times, u, Q, QD, QDD):
+def _between_switches(t, grid_times, u, ramp, Q, QD, QDD):
     """``(q, qd, qdd)`` of a controller's quintic between the written points, inside every interval that holds a
     jump of the path acceleration ``u`` (a bang-bang switch: more than :data:`SWITCH_JUMP` of its range), at
     :data:`BETWEEN` points each: there the quintic through both sides' accelerations overshoots them."""
-    jumps = grid_times[1:-1][np.abs(np.diff(u)) > SWITCH_JUMP * max(np.ptp(u), 1e-300)]
-    intervals = np.unique(np.clip(np.searchsorted(t, jumps) - 1, 0, t.size - 2))
+    jumps = np.concatenate([grid_times[[0, -1]],  # (from rest, and to rest)
+                            grid_times[1:-1][np.abs(np.diff(u)) > SWITCH_JUMP * max(np.ptp(u), 1e-300)]])
+    ramps = np.concatenate([jumps - ramp / 2, jumps + ramp / 2])  # (the written ramp of each jump: both ends)
+    intervals = np.unique(np.clip(np.searchsorted(t, ramps) - 1, 0, t.size - 2))
     if intervals.size == 0:
         return None
     ends = np.union1d(intervals, intervals + 1)
@@ -323,14 +325,49 @@ def _between_switches(t, grid_times, u, Q, QD, QDD):
     return interpolate(pieces, times)  # (the pieces' own segments between their pairs are never sampled)
 
 
+class _Timing:
+    """The grid's timing ``s(t)``: within segment ``i`` ``sdd = u_i``, so ``s`` is a parabola in ``t``; at rest
+    at ``s_0`` before the first grid time and at ``s_N`` after the last. ``position``, ``speed`` and
+    ``integral`` (of ``s`` from the first grid time) at any times."""
+
+    def __init__(self, s, x, u, grid_times):
+        self.s, self.sd, self.u, self.times = s, np.sqrt(x), u, grid_times
+        steps = np.diff(grid_times)
+        pieces = s[:-1] * steps + self.sd[:-1] * steps**2 / 2 + u * steps**3 / 6
+        self.integrals = np.concatenate([[0.0], np.cumsum(pieces)])
+
+    def _where(self, t):
+        inside = np.clip(t, self.times[0], self.times[-1])
+        segment = np.clip(np.searchsorted(self.times, inside, side="right") - 1, 0, self.s.size - 2)
+        return segment, inside - self.times[segment]
+
+    def position(self, t):
+        segment, dt = self._where(t)
+        return self.s[segment] + self.sd[segment] * dt + self.u[segment] * dt**2 / 2
+
+    def speed(self, t):
+        segment, dt = self._where(t)
+        return np.maximum(self.sd[segment] + self.u[segment] * dt, 0.0)
+
+    def integral(self, t):
+        segment, dt = self._where(t)
+        within = self.integrals[segment] + self.s[segment] * dt + self.sd[segment] * dt**2 / 2 + self.u[segment] * dt**3 / 6
+        return within + self.s[0] * np.minimum(t - self.times[0], 0.0) + self.s[-1] * np.maximum(t - self.times[-1], 0.0)
+
+
 def _write_out(path, s, x, u, grid_times, rate):
-    """``(t, s, sd, sdd)`` at :func:`_dense_times`: within grid segment ``i`` ``sdd = u_i``, so ``s`` is a
-    parabola in ``t``."""
-    t = _dense_times(grid_times[0], grid_times[-1], rate)
-    segment = np.clip(np.searchsorted(grid_times, t, side="right") - 1, 0, s.size - 2)
-    dt, sdd = t - grid_times[segment], u[segment]
-    sd = np.maximum(np.sqrt(x[segment]) + sdd * dt, 0.0)
-    along = np.clip(s[segment] + np.sqrt(x[segment]) * dt + 0.5 * sdd * dt**2, s[segment], s[segment + 1])
+    """``(t, s, sd, sdd)`` at :func:`_dense_times`: the grid's timing averaged over one period ``h = 1 / rate``
+    (``s(t)`` convolved with a box of width ``h``, in closed form: ``(S(t + h/2) - S(t - h/2)) / h`` with ``S``
+    its integral, and so on for ``sd`` and ``sdd``). The average turns each jump of ``sdd`` into a ramp over
+    one period, which a controller's quintic between the points follows without overshooting the jump
+    (module docstring); the motion starts ``h / 2`` early and ends ``h / 2`` late: it lasts ``h`` longer."""
+    timing, h = _Timing(s, x, u, grid_times), 1.0 / rate
+    t = _dense_times(grid_times[0], grid_times[-1] + h, rate)
+    centre = t - h / 2
+    ahead, behind = centre + h / 2, centre - h / 2
+    along = np.clip((timing.integral(ahead) - timing.integral(behind)) / h, s[0], s[-1])
+    sd = np.maximum((timing.position(ahead) - timing.position(behind)) / h, 0.0)
+    sdd = (timing.speed(ahead) - timing.speed(behind)) / h
     return t, along, sd, sdd
 
 
@@ -359,8 +396,8 @@ def retime(model, trajectory, effort_margin=1.0, acceleration_limits=None, frict
 
     ``model`` carries the payload (``model.with_payload``); ``friction`` adds the URDF's and the motors'
     friction to the torques. ``between_points``: the limits also hold on a controller's quintic between the
-    written points (a bang-bang switch makes it overshoot: module docstring); False: at the points only,
-    the optimum of the grid. Raises :class:`InfeasiblePath` when no timing can keep the limits,
+    written points (a switch of the acceleration makes it overshoot: module docstring); False: at the
+    points only. Raises :class:`InfeasiblePath` when no timing can keep the limits,
     :class:`TrajectoryError` on bad input."""
     if not 0 < effort_margin <= 1:
         raise TrajectoryError(f"the effort margin must be in (0, 1], got {effort_margin}")
@@ -388,7 +425,7 @@ def retime(model, trajectory, effort_margin=1.0, acceleration_limits=None, frict
         tau = _torques(model, Q, QD, QDD, friction, friction_velocity)
         ratios = {kind: np.abs(value) / limits[kind] for kind, value in zip(limits, (tau, QD, QDD))}
         worst = {kind: ratio.max(axis=0) for kind, ratio in ratios.items()}
-        between = _between_switches(t, grid_times, u, Q, QD, QDD) if between_points else None
+        between = _between_switches(t, grid_times + 0.5 / rate, u, 1.0 / rate, Q, QD, QDD) if between_points else None
         if between is not None:
             for kind, value in zip(limits, (_torques(model, *between, friction, friction_velocity), *between[1:])):
                 worst[kind] = np.maximum(worst[kind], np.abs(value).max(axis=0) / limits[kind])
