@@ -254,10 +254,11 @@ def _refuse(model, path, s, c, effort, why):
     fraction = np.abs(c) / effort
     k, joint = np.unravel_index(np.argmax(np.where(np.isfinite(fraction), fraction, -1.0)), fraction.shape)
     name = model.joint_names[joint]
+    unit = "N" if model.joint_types[joint] == "prismatic" else "N m"
     raise InfeasiblePath(f"{path.trajectory.source or 'the path'}: no timing keeps it within the limits {why}: at "
-                         f"t = {s[k]:.4g} s of the given trajectory {name} needs {c[k, joint]:.6g} to hold still, its "
-                         f"limit (times the margin) is {effort[joint]:.6g}", name, float(s[k]), float(c[k, joint]),
-                         float(effort[joint]))
+                         f"t = {s[k]:.4g} s of the given trajectory {name} needs {c[k, joint]:.6g} {unit} to hold "
+                         f"still, beyond its limit (times the margin) of {effort[joint]:.6g} {unit}", name, float(s[k]),
+                         float(c[k, joint]), float(effort[joint]))
 
 
 def _parametrize(model, path, s, dynamics, effort, velocity, acceleration, friction):
