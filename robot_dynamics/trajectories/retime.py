@@ -52,7 +52,7 @@ __all__ = ["retime", "feedforward", "RetimeResult", "InfeasiblePath", "DEFAULT_G
 DEFAULT_GRIDPOINTS = 400  # grid points along the path: the bang-bang switches within 0.25 % of it
 MAX_GRIDPOINTS = 100_000
 MAX_PATH_SPEED_SQUARED = 1e10  # x = sd^2 cap where nothing limits the speed (a stretch the path stands still)
-TIGHTENING_ROUNDS = 6  # re-solves with limits tightened by the excess found between grid points
+TIGHTENING_ROUNDS = 10  # re-solves with limits tightened where a limit was passed (_tightening)
 TIGHTENING_SLACK = 1e-4  # tighten by this much more than the excess found
 END_GAP = 1e-6  # s: the shortest interval between points written
 SWITCH_JUMP = 0.01  # a jump of the path acceleration this part of its range is a switch (_between_switches)
@@ -232,16 +232,17 @@ def _friction_bounds(model, dq, x_bound):
 
 def _rows(terms, effort, acceleration):
     """Every stage's rows ``A u + B x <= H``: its grid point's limits and the next one's at the same ``u``
-    with ``x + 2 delta u`` (module docstring). ``terms``: :func:`_path_dynamics` and friction bounds."""
+    with ``x + 2 delta u`` (module docstring). ``terms``: :func:`_path_dynamics` and friction bounds; the
+    limits (N, nv), one row per grid point."""
     dq, ddq, a, b, c, friction, delta = terms
     up_slope, up_offset, low_slope, low_offset = friction
-    finite_effort, finite_acceleration = np.isfinite(effort), np.isfinite(acceleration)
+    finite_effort, finite_acceleration = np.isfinite(effort).all(axis=0), np.isfinite(acceleration).all(axis=0)
     A = [a[:, finite_effort], -a[:, finite_effort]]
     B = [(b + up_slope)[:, finite_effort], -(b + low_slope)[:, finite_effort]]
     H = [(effort - c - up_offset)[:, finite_effort], (effort + c + low_offset)[:, finite_effort]]
     A += [dq[:, finite_acceleration], -dq[:, finite_acceleration]]
     B += [ddq[:, finite_acceleration], -ddq[:, finite_acceleration]]
-    H += [np.broadcast_to(acceleration[finite_acceleration], dq[:, finite_acceleration].shape)] * 2
+    H += [acceleration[:, finite_acceleration]] * 2
     A, B, H = (np.concatenate(part, axis=1) for part in (A, B, H))
     step = 2 * delta[:, None]
     return (np.ascontiguousarray(np.concatenate([A[:-1], A[1:] + step * B[1:]], axis=1)),
@@ -251,30 +252,31 @@ def _rows(terms, effort, acceleration):
 
 def _refuse(model, path, s, c, effort, why):
     """InfeasiblePath naming the joint whose holding torque ``c`` is the largest part of its limit near ``s``."""
-    fraction = np.abs(c) / effort
+    fraction = np.abs(c) / effort  # (the rows of both near s)
     k, joint = np.unravel_index(np.argmax(np.where(np.isfinite(fraction), fraction, -1.0)), fraction.shape)
     name = model.joint_names[joint]
     unit = "N" if model.joint_types[joint] == "prismatic" else "N m"
     raise InfeasiblePath(f"{path.trajectory.source or 'the path'}: no timing keeps it within the limits {why}: at "
                          f"t = {s[k]:.4g} s of the given trajectory {name} needs {c[k, joint]:.6g} {unit} to hold "
-                         f"still, beyond its limit (times the margin) of {effort[joint]:.6g} {unit}", name, float(s[k]),
-                         float(c[k, joint]), float(effort[joint]))
+                         f"still, beyond its limit (times the margin) of {effort[k, joint]:.6g} {unit}", name,
+                         float(s[k]), float(c[k, joint]), float(effort[k, joint]))
 
 
 def _parametrize(model, path, s, dynamics, effort, velocity, acceleration, friction):
-    """``(x, u)`` on the grid ``s``: the fastest rest-to-rest timing (:func:`_reachability`)."""
+    """``(x, u)`` on the grid ``s``: the fastest rest-to-rest timing (:func:`_reachability`) within the limits
+    ``effort``, ``velocity``, ``acceleration`` (N, nv): each grid point's."""
     _, dq, ddq, a, b, c = dynamics
     with np.errstate(divide="ignore", invalid="ignore"):
         x_max = np.min(np.where(dq != 0, (velocity / np.abs(dq)) ** 2, np.inf), axis=1)
     x_max = np.minimum(x_max, MAX_PATH_SPEED_SQUARED)
     zero = np.zeros_like(dq)
     bounds = _friction_bounds(model, dq, x_max) if friction else (zero, zero, zero, zero)
-    if np.any(np.abs(c[[0, -1]]) > effort):  # (held at rest before and after: no acceleration helps there)
-        _refuse(model, path, s[[0, -1]], c[[0, -1]], effort, "at rest at its ends")
+    if np.any(np.abs(c[[0, -1]]) > effort[[0, -1]]):  # (held at rest before and after: no acceleration helps)
+        _refuse(model, path, s[[0, -1]], c[[0, -1]], effort[[0, -1]], "at rest at its ends")
     delta = np.diff(s)
     x, u, failed = _reachability(*_rows((dq, ddq, a, b, c, bounds, delta), effort, acceleration), x_max, delta)
     if failed >= 0:
-        _refuse(model, path, s[failed:failed + 2], c[failed:failed + 2], effort, "at any speed")
+        _refuse(model, path, s[failed:failed + 2], c[failed:failed + 2], effort[failed:failed + 2], "at any speed")
     return x, u
 
 
@@ -309,7 +311,7 @@ def _dense_times(start, end, rate):
 
 
 def _between_switches(t, grid_times, u, ramp, Q, QD, QDD):
-    """``(q, qd, qdd)`` of a controller's quintic between the written points, inside every interval that holds a
+    """``(times, (q, qd, qdd))`` of a controller's quintic between the written points, inside every interval that holds a
     jump of the path acceleration ``u`` (a bang-bang switch: more than :data:`SWITCH_JUMP` of its range), at
     :data:`BETWEEN` points each: there the quintic through both sides' accelerations overshoots them."""
     jumps = np.concatenate([grid_times[[0, -1]],  # (from rest, and to rest)
@@ -323,7 +325,7 @@ def _between_switches(t, grid_times, u, ramp, Q, QD, QDD):
     inside = np.linspace(0.0, 1.0, BETWEEN + 2)[1:-1]
     starts, steps = t[intervals], t[intervals + 1] - t[intervals]
     times = (starts[:, None] + steps[:, None] * inside).ravel()
-    return interpolate(pieces, times)  # (the pieces' own segments between their pairs are never sampled)
+    return times, interpolate(pieces, times)  # (the pieces' own segments between their pairs are never sampled)
 
 
 class _Timing:
@@ -354,6 +356,19 @@ class _Timing:
         segment, dt = self._where(t)
         within = self.integrals[segment] + self.s[segment] * dt + self.sd[segment] * dt**2 / 2 + self.u[segment] * dt**3 / 6
         return within + self.s[0] * np.minimum(t - self.times[0], 0.0) + self.s[-1] * np.maximum(t - self.times[-1], 0.0)
+
+
+def _tightening(ratio, times, grid_times, period):
+    """(N, nv) factors for the grid points' limits: where ``ratio`` (value / limit at ``times``) exceeds 1,
+    that joint's limit at the grid points within 1.5 periods (the average over one period mixes them) and
+    one grid point more on each side, times 1 / ratio (less :data:`TIGHTENING_SLACK`)."""
+    factors = np.ones((grid_times.size, ratio.shape[1]))
+    points, joints = np.nonzero(ratio > 1.0)
+    first = np.maximum(np.searchsorted(grid_times, times[points] - 1.5 * period) - 2, 0)
+    last = np.minimum(np.searchsorted(grid_times, times[points] + 1.5 * period) + 1, grid_times.size - 1)
+    for k, j, low, high in zip(points.tolist(), joints.tolist(), first.tolist(), last.tolist()):
+        factors[low:high + 1, j] = np.minimum(factors[low:high + 1, j], 1.0 / (ratio[k, j] * (1 + TIGHTENING_SLACK)))
+    return factors
 
 
 def _write_out(path, s, x, u, grid_times, rate):
@@ -417,7 +432,7 @@ def retime(model, trajectory, effort_margin=1.0, acceleration_limits=None, frict
         raise TrajectoryError(f"{trajectory.source or 'the path'}: the waypoints do not move: nothing to retime")
     limits = {"effort": effort_margin * _limit(model.effort_limits), "velocity": _limit(model.velocity_limits),
               "acceleration": _acceleration_limits(model, acceleration_limits)}
-    scale = {kind: np.ones(model.nv) for kind in limits}  # each joint's limits as tightened
+    scale = {kind: np.ones((s.size, model.nv)) for kind in limits}  # each grid point's limits as tightened
     for _ in range(TIGHTENING_ROUNDS):
         x, u = _parametrize(model, path, s, dynamics, *(scale[kind] * limits[kind] for kind in limits), friction)
         grid_times = _grid_times(path, s, x)
@@ -425,17 +440,20 @@ def retime(model, trajectory, effort_margin=1.0, acceleration_limits=None, frict
         Q, QD, QDD = _joint_states(path.model_values, along, sd, sdd)
         tau = _torques(model, Q, QD, QDD, friction, friction_velocity)
         ratios = {kind: np.abs(value) / limits[kind] for kind, value in zip(limits, (tau, QD, QDD))}
-        worst = {kind: ratio.max(axis=0) for kind, ratio in ratios.items()}
+        samples = [(t, ratios)]
         between = _between_switches(t, grid_times + 0.5 / rate, u, 1.0 / rate, Q, QD, QDD) if between_points else None
         if between is not None:
-            for kind, value in zip(limits, (_torques(model, *between, friction, friction_velocity), *between[1:])):
-                worst[kind] = np.maximum(worst[kind], np.abs(value).max(axis=0) / limits[kind])
-        if all(np.all(value <= 1.0) for value in worst.values()):
+            times, states = between
+            values = (_torques(model, *states, friction, friction_velocity), *states[1:])
+            samples.append((times, {kind: np.abs(value) / limits[kind] for kind, value in zip(limits, values)}))
+        worst = {kind: max(ratio[kind].max() for _, ratio in samples) for kind in limits}
+        if max(worst.values()) <= 1.0:
             break
-        for kind, value in worst.items():
-            scale[kind] = np.where(value > 1.0, scale[kind] / np.maximum(value * (1 + TIGHTENING_SLACK), 1.0), scale[kind])
+        for times, ratio in samples:
+            for kind in limits:
+                scale[kind] *= _tightening(ratio[kind], times, grid_times + 0.5 / rate, 1.0 / rate)
     else:
-        excess = max(value.max() for value in worst.values()) - 1
+        excess = max(worst.values()) - 1
         raise TrajectoryError(f"{trajectory.source or 'the path'}: after {TIGHTENING_ROUNDS} tightenings the timing "
                               f"still exceeds a limit between grid points (by {100 * excess:.3g} %): give more grid points")
     _, columns, indices = path.placement
