@@ -1,17 +1,17 @@
-"""``robot-dynamics bench [core|node|simulator|scaling|contact|contact_count] [OPTIONS]``: the benchmarks, each a module of
+"""``robot-dynamics bench [core|node|simulator|scaling|contact|contact_count|retime] [OPTIONS]``: the benchmarks, each a module of
 :mod:`robot_dynamics.tools.benchmarks` with ``main(argv)``; the options after the names go to each."""
 
 import importlib
 
 from .arguments import CLIError
 
-BENCHMARKS = ("core", "node", "simulator", "scaling", "contact", "contact_count")
+BENCHMARKS = ("core", "node", "simulator", "scaling", "contact", "contact_count", "retime")
 
 
 def register(commands):
-    bench = commands.add_parser("bench", help="run the benchmarks (core, node, simulator, scaling, contact, contact_count)")
+    bench = commands.add_parser("bench", help="run the benchmarks (core, node, simulator, scaling, contact, contact_count, retime)")
     bench.add_argument("which", nargs="*", metavar="WHICH",
-                       help="core, node, simulator, scaling, contact, contact_count or all (default all); any further options "
+                       help="core, node, simulator, scaling, contact, contact_count, retime or all (default all); any further options "
                             "(e.g. --duration 10) go to each benchmark; robot-dynamics bench WHICH --help lists them")
     bench.set_defaults(run=run)
 

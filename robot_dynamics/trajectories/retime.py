@@ -17,16 +17,16 @@ approach to time-optimal path parameterization based on reachability analysis", 
   them. Each stage also holds the next grid point's limits with the same ``u`` (TOPP-RA's
   "interpolation" discretization), so both one-sided accelerations at every grid point are limited.
 
-The timing is then written every ``1 / rate`` s (joint_trajectory_controller's samples; its quintic
-between them stays on the path) with the inverse-dynamics torque of every point as ``effort``.
-Every result is checked at those points and, where the path acceleration jumps (a bang-bang switch),
-on the controller's quintic between them: through the accelerations of both sides of a jump it
-overshoots them by up to 8 % of the jump (16 % of a full reversal), whatever the spacing of the
-points. Where a limit is passed (there, or between grid points), that joint's limit is tightened by
-the excess and the timing found again, so a result never exceeds ``effort_margin`` times the effort
-limits, nor the velocity and acceleration limits, as a controller at ``rate`` samples it, whatever
-its phase. (``between_points=False`` checks the points only: the grid's optimum, up to 10 % faster
-where a switch reverses the full torque, which a controller sampling off the points exceeds.)
+The timing is then written every ``1 / rate`` s (joint_trajectory_controller's samples) with the
+inverse-dynamics torque of every point as ``effort``. The optimum is bang-bang in ``sdd``: a
+controller's quintic through points on both sides of a jump of the acceleration overshoots it by up
+to 8 % of the jump (16 % of a full reversal) whatever the spacing of the points, so the timing is
+averaged over one period first (each jump becomes a ramp over one period; the motion lasts one
+period longer), which leaves about 2 %. Every result is checked at its points and on the quintic
+inside the intervals of those ramps; where a limit is passed (there, or between grid points), that
+joint's limit is tightened by the excess and the timing found again. So a result never exceeds
+``effort_margin`` times the effort limits, nor the velocity and acceleration limits, as a controller
+at ``rate`` samples it, whatever its phase (``between_points=False``: at the points only).
 
 Friction (``friction=True``): the Coulomb term ``F tanh(qd / eps)`` lies between 0 and ``F sign(q')``
 for a path run forwards, and both ends of that interval are kept within the limits; the viscous term
@@ -52,7 +52,7 @@ __all__ = ["retime", "feedforward", "RetimeResult", "InfeasiblePath", "DEFAULT_G
 DEFAULT_GRIDPOINTS = 400  # grid points along the path: the bang-bang switches within 0.25 % of it
 MAX_GRIDPOINTS = 100_000
 MAX_PATH_SPEED_SQUARED = 1e10  # x = sd^2 cap where nothing limits the speed (a stretch the path stands still)
-TIGHTENING_ROUNDS = 6  # re-solves with limits tightened by the excess found between grid points
+TIGHTENING_ROUNDS = 10  # re-solves with limits tightened where a limit was passed (_tightening)
 TIGHTENING_SLACK = 1e-4  # tighten by this much more than the excess found
 END_GAP = 1e-6  # s: the shortest interval between points written
 SWITCH_JUMP = 0.01  # a jump of the path acceleration this part of its range is a switch (_between_switches)
@@ -232,16 +232,17 @@ def _friction_bounds(model, dq, x_bound):
 
 def _rows(terms, effort, acceleration):
     """Every stage's rows ``A u + B x <= H``: its grid point's limits and the next one's at the same ``u``
-    with ``x + 2 delta u`` (module docstring). ``terms``: :func:`_path_dynamics` and friction bounds."""
+    with ``x + 2 delta u`` (module docstring). ``terms``: :func:`_path_dynamics` and friction bounds; the
+    limits (N, nv), one row per grid point."""
     dq, ddq, a, b, c, friction, delta = terms
     up_slope, up_offset, low_slope, low_offset = friction
-    finite_effort, finite_acceleration = np.isfinite(effort), np.isfinite(acceleration)
+    finite_effort, finite_acceleration = np.isfinite(effort).all(axis=0), np.isfinite(acceleration).all(axis=0)
     A = [a[:, finite_effort], -a[:, finite_effort]]
     B = [(b + up_slope)[:, finite_effort], -(b + low_slope)[:, finite_effort]]
     H = [(effort - c - up_offset)[:, finite_effort], (effort + c + low_offset)[:, finite_effort]]
     A += [dq[:, finite_acceleration], -dq[:, finite_acceleration]]
     B += [ddq[:, finite_acceleration], -ddq[:, finite_acceleration]]
-    H += [np.broadcast_to(acceleration[finite_acceleration], dq[:, finite_acceleration].shape)] * 2
+    H += [acceleration[:, finite_acceleration]] * 2
     A, B, H = (np.concatenate(part, axis=1) for part in (A, B, H))
     step = 2 * delta[:, None]
     return (np.ascontiguousarray(np.concatenate([A[:-1], A[1:] + step * B[1:]], axis=1)),
@@ -251,29 +252,31 @@ def _rows(terms, effort, acceleration):
 
 def _refuse(model, path, s, c, effort, why):
     """InfeasiblePath naming the joint whose holding torque ``c`` is the largest part of its limit near ``s``."""
-    fraction = np.abs(c) / effort
+    fraction = np.abs(c) / effort  # (the rows of both near s)
     k, joint = np.unravel_index(np.argmax(np.where(np.isfinite(fraction), fraction, -1.0)), fraction.shape)
     name = model.joint_names[joint]
+    unit = "N" if model.joint_types[joint] == "prismatic" else "N m"
     raise InfeasiblePath(f"{path.trajectory.source or 'the path'}: no timing keeps it within the limits {why}: at "
-                         f"t = {s[k]:.4g} s of the given trajectory {name} needs {c[k, joint]:.6g} to hold still, its "
-                         f"limit (times the margin) is {effort[joint]:.6g}", name, float(s[k]), float(c[k, joint]),
-                         float(effort[joint]))
+                         f"t = {s[k]:.4g} s of the given trajectory {name} needs {c[k, joint]:.6g} {unit} to hold "
+                         f"still, beyond its limit (times the margin) of {effort[k, joint]:.6g} {unit}", name,
+                         float(s[k]), float(c[k, joint]), float(effort[k, joint]))
 
 
 def _parametrize(model, path, s, dynamics, effort, velocity, acceleration, friction):
-    """``(x, u)`` on the grid ``s``: the fastest rest-to-rest timing (:func:`_reachability`)."""
+    """``(x, u)`` on the grid ``s``: the fastest rest-to-rest timing (:func:`_reachability`) within the limits
+    ``effort``, ``velocity``, ``acceleration`` (N, nv): each grid point's."""
     _, dq, ddq, a, b, c = dynamics
     with np.errstate(divide="ignore", invalid="ignore"):
         x_max = np.min(np.where(dq != 0, (velocity / np.abs(dq)) ** 2, np.inf), axis=1)
     x_max = np.minimum(x_max, MAX_PATH_SPEED_SQUARED)
     zero = np.zeros_like(dq)
     bounds = _friction_bounds(model, dq, x_max) if friction else (zero, zero, zero, zero)
-    if np.any(np.abs(c[[0, -1]]) > effort):  # (held at rest before and after: no acceleration helps there)
-        _refuse(model, path, s[[0, -1]], c[[0, -1]], effort, "at rest at its ends")
+    if np.any(np.abs(c[[0, -1]]) > effort[[0, -1]]):  # (held at rest before and after: no acceleration helps)
+        _refuse(model, path, s[[0, -1]], c[[0, -1]], effort[[0, -1]], "at rest at its ends")
     delta = np.diff(s)
     x, u, failed = _reachability(*_rows((dq, ddq, a, b, c, bounds, delta), effort, acceleration), x_max, delta)
     if failed >= 0:
-        _refuse(model, path, s[failed:failed + 2], c[failed:failed + 2], effort, "at any speed")
+        _refuse(model, path, s[failed:failed + 2], c[failed:failed + 2], effort[failed:failed + 2], "at any speed")
     return x, u
 
 
@@ -307,12 +310,14 @@ def _dense_times(start, end, rate):
     return np.append(times[times < end - END_GAP], end)
 
 
-def _between_switches(t, grid_times, u, Q, QD, QDD):
-    """``(q, qd, qdd)`` of a controller's quintic between the written points, inside every interval that holds a
+def _between_switches(t, grid_times, u, ramp, Q, QD, QDD):
+    """``(times, (q, qd, qdd))`` of a controller's quintic between the written points, inside every interval that holds a
     jump of the path acceleration ``u`` (a bang-bang switch: more than :data:`SWITCH_JUMP` of its range), at
     :data:`BETWEEN` points each: there the quintic through both sides' accelerations overshoots them."""
-    jumps = grid_times[1:-1][np.abs(np.diff(u)) > SWITCH_JUMP * max(np.ptp(u), 1e-300)]
-    intervals = np.unique(np.clip(np.searchsorted(t, jumps) - 1, 0, t.size - 2))
+    jumps = np.concatenate([grid_times[[0, -1]],  # (from rest, and to rest)
+                            grid_times[1:-1][np.abs(np.diff(u)) > SWITCH_JUMP * max(np.ptp(u), 1e-300)]])
+    ramps = np.concatenate([jumps - ramp / 2, jumps + ramp / 2])  # (the written ramp of each jump: both ends)
+    intervals = np.unique(np.clip(np.searchsorted(t, ramps) - 1, 0, t.size - 2))
     if intervals.size == 0:
         return None
     ends = np.union1d(intervals, intervals + 1)
@@ -320,17 +325,65 @@ def _between_switches(t, grid_times, u, Q, QD, QDD):
     inside = np.linspace(0.0, 1.0, BETWEEN + 2)[1:-1]
     starts, steps = t[intervals], t[intervals + 1] - t[intervals]
     times = (starts[:, None] + steps[:, None] * inside).ravel()
-    return interpolate(pieces, times)  # (the pieces' own segments between their pairs are never sampled)
+    return times, interpolate(pieces, times)  # (the pieces' own segments between their pairs are never sampled)
+
+
+class _Timing:
+    """The grid's timing ``s(t)``: within segment ``i`` ``sdd = u_i``, so ``s`` is a parabola in ``t``; at rest
+    at ``s_0`` before the first grid time and at ``s_N`` after the last. ``position``, ``speed`` and
+    ``integral`` (of ``s`` from the first grid time) at any times."""
+
+    def __init__(self, s, x, u, grid_times):
+        self.s, self.sd, self.u, self.times = s, np.sqrt(x), u, grid_times
+        steps = np.diff(grid_times)
+        pieces = s[:-1] * steps + self.sd[:-1] * steps**2 / 2 + u * steps**3 / 6
+        self.integrals = np.concatenate([[0.0], np.cumsum(pieces)])
+
+    def _where(self, t):
+        inside = np.clip(t, self.times[0], self.times[-1])
+        segment = np.clip(np.searchsorted(self.times, inside, side="right") - 1, 0, self.s.size - 2)
+        return segment, inside - self.times[segment]
+
+    def position(self, t):
+        segment, dt = self._where(t)
+        return self.s[segment] + self.sd[segment] * dt + self.u[segment] * dt**2 / 2
+
+    def speed(self, t):
+        segment, dt = self._where(t)
+        return np.maximum(self.sd[segment] + self.u[segment] * dt, 0.0)
+
+    def integral(self, t):
+        segment, dt = self._where(t)
+        within = self.integrals[segment] + self.s[segment] * dt + self.sd[segment] * dt**2 / 2 + self.u[segment] * dt**3 / 6
+        return within + self.s[0] * np.minimum(t - self.times[0], 0.0) + self.s[-1] * np.maximum(t - self.times[-1], 0.0)
+
+
+def _tightening(ratio, times, grid_times, period):
+    """(N, nv) factors for the grid points' limits: where ``ratio`` (value / limit at ``times``) exceeds 1,
+    that joint's limit at the grid points within 1.5 periods (the average over one period mixes them) and
+    one grid point more on each side, times 1 / ratio (less :data:`TIGHTENING_SLACK`)."""
+    factors = np.ones((grid_times.size, ratio.shape[1]))
+    points, joints = np.nonzero(ratio > 1.0)
+    first = np.maximum(np.searchsorted(grid_times, times[points] - 1.5 * period) - 2, 0)
+    last = np.minimum(np.searchsorted(grid_times, times[points] + 1.5 * period) + 1, grid_times.size - 1)
+    for k, j, low, high in zip(points.tolist(), joints.tolist(), first.tolist(), last.tolist()):
+        factors[low:high + 1, j] = np.minimum(factors[low:high + 1, j], 1.0 / (ratio[k, j] * (1 + TIGHTENING_SLACK)))
+    return factors
 
 
 def _write_out(path, s, x, u, grid_times, rate):
-    """``(t, s, sd, sdd)`` at :func:`_dense_times`: within grid segment ``i`` ``sdd = u_i``, so ``s`` is a
-    parabola in ``t``."""
-    t = _dense_times(grid_times[0], grid_times[-1], rate)
-    segment = np.clip(np.searchsorted(grid_times, t, side="right") - 1, 0, s.size - 2)
-    dt, sdd = t - grid_times[segment], u[segment]
-    sd = np.maximum(np.sqrt(x[segment]) + sdd * dt, 0.0)
-    along = np.clip(s[segment] + np.sqrt(x[segment]) * dt + 0.5 * sdd * dt**2, s[segment], s[segment + 1])
+    """``(t, s, sd, sdd)`` at :func:`_dense_times`: the grid's timing averaged over one period ``h = 1 / rate``
+    (``s(t)`` convolved with a box of width ``h``, in closed form: ``(S(t + h/2) - S(t - h/2)) / h`` with ``S``
+    its integral, and so on for ``sd`` and ``sdd``). The average turns each jump of ``sdd`` into a ramp over
+    one period, which a controller's quintic between the points follows without overshooting the jump
+    (module docstring); the motion starts ``h / 2`` early and ends ``h / 2`` late: it lasts ``h`` longer."""
+    timing, h = _Timing(s, x, u, grid_times), 1.0 / rate
+    t = _dense_times(grid_times[0], grid_times[-1] + h, rate)
+    centre = t - h / 2
+    ahead, behind = centre + h / 2, centre - h / 2
+    along = np.clip((timing.integral(ahead) - timing.integral(behind)) / h, s[0], s[-1])
+    sd = np.maximum((timing.position(ahead) - timing.position(behind)) / h, 0.0)
+    sdd = (timing.speed(ahead) - timing.speed(behind)) / h
     return t, along, sd, sdd
 
 
@@ -359,8 +412,8 @@ def retime(model, trajectory, effort_margin=1.0, acceleration_limits=None, frict
 
     ``model`` carries the payload (``model.with_payload``); ``friction`` adds the URDF's and the motors'
     friction to the torques. ``between_points``: the limits also hold on a controller's quintic between the
-    written points (a bang-bang switch makes it overshoot: module docstring); False: at the points only,
-    the optimum of the grid. Raises :class:`InfeasiblePath` when no timing can keep the limits,
+    written points (a switch of the acceleration makes it overshoot: module docstring); False: at the
+    points only. Raises :class:`InfeasiblePath` when no timing can keep the limits,
     :class:`TrajectoryError` on bad input."""
     if not 0 < effort_margin <= 1:
         raise TrajectoryError(f"the effort margin must be in (0, 1], got {effort_margin}")
@@ -379,7 +432,7 @@ def retime(model, trajectory, effort_margin=1.0, acceleration_limits=None, frict
         raise TrajectoryError(f"{trajectory.source or 'the path'}: the waypoints do not move: nothing to retime")
     limits = {"effort": effort_margin * _limit(model.effort_limits), "velocity": _limit(model.velocity_limits),
               "acceleration": _acceleration_limits(model, acceleration_limits)}
-    scale = {kind: np.ones(model.nv) for kind in limits}  # each joint's limits as tightened
+    scale = {kind: np.ones((s.size, model.nv)) for kind in limits}  # each grid point's limits as tightened
     for _ in range(TIGHTENING_ROUNDS):
         x, u = _parametrize(model, path, s, dynamics, *(scale[kind] * limits[kind] for kind in limits), friction)
         grid_times = _grid_times(path, s, x)
@@ -387,17 +440,20 @@ def retime(model, trajectory, effort_margin=1.0, acceleration_limits=None, frict
         Q, QD, QDD = _joint_states(path.model_values, along, sd, sdd)
         tau = _torques(model, Q, QD, QDD, friction, friction_velocity)
         ratios = {kind: np.abs(value) / limits[kind] for kind, value in zip(limits, (tau, QD, QDD))}
-        worst = {kind: ratio.max(axis=0) for kind, ratio in ratios.items()}
-        between = _between_switches(t, grid_times, u, Q, QD, QDD) if between_points else None
+        samples = [(t, ratios)]
+        between = _between_switches(t, grid_times + 0.5 / rate, u, 1.0 / rate, Q, QD, QDD) if between_points else None
         if between is not None:
-            for kind, value in zip(limits, (_torques(model, *between, friction, friction_velocity), *between[1:])):
-                worst[kind] = np.maximum(worst[kind], np.abs(value).max(axis=0) / limits[kind])
-        if all(np.all(value <= 1.0) for value in worst.values()):
+            times, states = between
+            values = (_torques(model, *states, friction, friction_velocity), *states[1:])
+            samples.append((times, {kind: np.abs(value) / limits[kind] for kind, value in zip(limits, values)}))
+        worst = {kind: max(ratio[kind].max() for _, ratio in samples) for kind in limits}
+        if max(worst.values()) <= 1.0:
             break
-        for kind, value in worst.items():
-            scale[kind] = np.where(value > 1.0, scale[kind] / np.maximum(value * (1 + TIGHTENING_SLACK), 1.0), scale[kind])
+        for times, ratio in samples:
+            for kind in limits:
+                scale[kind] *= _tightening(ratio[kind], times, grid_times + 0.5 / rate, 1.0 / rate)
     else:
-        excess = max(value.max() for value in worst.values()) - 1
+        excess = max(worst.values()) - 1
         raise TrajectoryError(f"{trajectory.source or 'the path'}: after {TIGHTENING_ROUNDS} tightenings the timing "
                               f"still exceeds a limit between grid points (by {100 * excess:.3g} %): give more grid points")
     _, columns, indices = path.placement
