@@ -182,6 +182,13 @@ def test_the_publisher_plays_a_joint_trajectory_as_the_check_interpolates_it(tmp
         bad = message(path_points(1.0), names=ARM[:6] + ["arm7_joint1"])
         publisher.publish(bad)
         diagnosed(diagnostics, "joint_trajectory message rejected: duplicate joint names ['arm7_joint1']", since)
+        late = message(path_points(1.0))  # started 10 s ago, 1 s long: as JTC, refused (not a jump to its end)
+        late.header.stamp.sec, late.header.stamp.nanosec = divmod(harness.node.get_clock().now().nanoseconds - 10**10,
+                                                                  10**9)
+        since = time.monotonic()
+        publisher.publish(late)
+        diagnosed(diagnostics, "ends 1 s later, in the past", since)
+        assert desired.messages[-1].points[0].positions[:7] == end.points[0].positions[:7]  # still the end held
     finally:
         code = process.stop()
         harness.close()

@@ -123,10 +123,13 @@ class TrajectoryPublisher(RobotNode):
                 raise Rejected("no clock yet (use_sim_time and no /clock)")
             current = (self._playback or plan).at((clock_ns - (self._start_ns or clock_ns)) * 1e-9)
             playback = make_playback(self._base, list(plan.names), msg.joint_names, msg.points, current)
+            stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec  # (ints: a float is 0.2 us off)
+            if stamp_ns and stamp_ns + int(playback.duration * 1e9) < clock_ns:  # (as JTC: not a jump to its end)
+                raise Rejected(f"it starts at {stamp_ns * 1e-9:.9g} s and ends {playback.duration:.6g} s later, in the "
+                               f"past (now {clock_ns * 1e-9:.9g} s)")
         except Rejected as exc:
             self.reject("joint_trajectory", str(exc), now_ns)
             return
-        stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec  # (ints: a float's 0.2 us is off)
         self._playback, self._start_ns = playback, stamp_ns or clock_ns
         self._n_played += 1
         self.get_logger().info(f"playing a joint_trajectory of {len(msg.points)} points over "
