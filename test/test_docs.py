@@ -114,6 +114,7 @@ RUN_ELSEWHERE = {
     "robot-dynamics check-trajectory arm7_gripper plan.csv": "test/test_check_trajectory.py::test_docs_example",
     "robot-dynamics check-trajectory arm7_gripper plan.csv --payload arm7_hand 5.0 --json":
         "test/test_check_trajectory.py::test_docs_example",
+    ".venv/bin/robot-dynamics demo-trajectory": "test/test_trajectory_demo.py::test_the_command_prints_the_summary_and_writes_the_plot",
     # the trajectory filter: its page's commands as written, a trajectory through each
     "trajectory_filter --urdf arm7_gripper --ros-args -p payload.link:=arm7_hand -p payload.mass:=3.0 "
     "-r trajectory_out:=/joint_trajectory_controller/joint_trajectory": "test/test_trajectory_filter_node.py::test_docs_commands_run",

@@ -70,3 +70,17 @@ def test_summary_plot_and_command(demo, tmp_path):
     assert demo_module.plot(demo, tmp_path / "demo.png").stat().st_size > 10_000
     args = cli.build_parser().parse_args(["demo-trajectory", "--no-plot"])
     assert args.run is cli.demos.run_trajectory_demo
+
+
+def test_the_command_prints_the_summary_and_writes_the_plot(tmp_path):
+    """``.venv/bin/robot-dynamics demo-trajectory`` as the README shows it, in a fresh directory."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("matplotlib")
+    script = Path(sys.executable).with_name("robot-dynamics")
+    done = subprocess.run([str(script), "demo-trajectory"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "beyond the torque limit: arm7_joint2" in done.stdout and "within the limits" in done.stdout
+    assert (tmp_path / "out" / "robot_dynamics_trajectory_demo.png").stat().st_size > 10_000
