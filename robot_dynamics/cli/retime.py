@@ -11,6 +11,7 @@ stderr), 2 bad input (one line on stderr naming the input and the problem).
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -77,6 +78,10 @@ def _output_checked(args):
     """Refuse an output or plot file of a kind not written, and a plot without matplotlib, before the work."""
     if args.output is not None and Path(args.output).suffix.lower() not in (".csv", ".yaml", ".yml"):
         raise TrajectoryError(f"--output {args.output}: give a .csv or .yaml file")
+    for option, name in (("--output", args.output), ("--plot", args.plot)):
+        folder = Path(name).parent if name is not None else None
+        if folder is not None and not (folder.is_dir() and os.access(folder, os.W_OK)):
+            raise TrajectoryError(f"{option} {name}: {folder} is not a directory this user can write to")
     if args.plot is not None:
         if Path(args.plot).suffix.lower() not in (".png", ".pdf", ".svg"):
             raise TrajectoryError(f"--plot {args.plot}: give a .png, .pdf or .svg file")
