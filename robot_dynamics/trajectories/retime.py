@@ -277,6 +277,10 @@ def _parametrize(model, path, s, dynamics, effort, velocity, acceleration, frict
     x, u, failed = _reachability(*_rows((dq, ddq, a, b, c, bounds, delta), effort, acceleration), x_max, delta)
     if failed >= 0:
         _refuse(model, path, s[failed:failed + 2], c[failed:failed + 2], effort[failed:failed + 2], "at any speed")
+    stuck = np.flatnonzero((x[:-1] <= 0) & (x[1:] <= 0))  # (a stretch passed at no speed: in no time)
+    if stuck.size:
+        _refuse(model, path, s[stuck[0]:stuck[0] + 2], c[stuck[0]:stuck[0] + 2], effort[stuck[0]:stuck[0] + 2],
+                "except at standstill")
     return x, u
 
 
@@ -285,13 +289,7 @@ def _parametrize(model, path, s, dynamics, effort, velocity, acceleration, frict
 def _grid_times(path, s, x):
     """The time of each grid point: ``t_{i+1} = t_i + 2 delta_i / (sd_i + sd_{i+1})``."""
     speed = np.sqrt(x)
-    with np.errstate(divide="ignore"):
-        steps = 2 * np.diff(s) / (speed[:-1] + speed[1:])
-    stuck = ~np.isfinite(steps)
-    if stuck.any():
-        raise InfeasiblePath(f"{path.trajectory.source or 'the path'}: the limits hold only at standstill at "
-                             f"t = {s[np.argmax(stuck)]:.4g} s of the given trajectory", "", float(s[np.argmax(stuck)]),
-                             float("nan"), float("nan"))
+    steps = 2 * np.diff(s) / (speed[:-1] + speed[1:])  # (never 0 / 0: _parametrize refuses a standstill)
     times = path.start + np.concatenate([[0.0], np.cumsum(steps)])
     if times[-1] - times[0] > MAX_DURATION:
         raise TrajectoryError(f"{path.trajectory.source or 'the path'}: the limits allow it only in "
