@@ -122,7 +122,7 @@ def _plot(path, model, timings, friction):
 
     from ..trajectories.check import _model_states, _placement, _torques, sample
 
-    figure, axes = plt.subplots(len(timings), 1, figsize=(9, 3 * len(timings)), sharey=True, squeeze=False)
+    figure, axes = plt.subplots(len(timings), 1, figsize=(10, 3 * len(timings)), sharey=True, squeeze=False)
     axes = axes[:, 0]
     limits = np.where(model.effort_limits > 0, model.effort_limits, np.inf)
     for axis, (title, trajectory) in zip(axes, timings):
@@ -134,7 +134,7 @@ def _plot(path, model, timings, friction):
         axis.set_title(f"{title}: {t[-1] - t[0]:.3f} s")
         axis.set_ylabel("|tau| / limit")
     axes[-1].set_xlabel("time (s)")
-    axes[0].legend(fontsize=7, ncol=4, loc="upper right")
+    axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # (beside the curves, not over them)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
