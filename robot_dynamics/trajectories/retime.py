@@ -53,7 +53,7 @@ DEFAULT_GRIDPOINTS = 400  # grid points along the path: the bang-bang switches w
 MAX_GRIDPOINTS = 100_000
 MAX_PATH_SPEED_SQUARED = 1e10  # x = sd^2 cap where nothing limits the speed (a stretch the path stands still)
 TIGHTENING_ROUNDS = 10  # re-solves with limits tightened where a limit was passed (_tightening)
-TIGHTENING_SLACK = 1e-4  # tighten by this much more than the excess found
+TIGHTENING_SLACK = 1e-3  # tighten by this much more than the excess found
 END_GAP = 1e-6  # s: the shortest interval between points written
 SWITCH_JUMP = 0.01  # a jump of the path acceleration this part of its range is a switch (_between_switches)
 BETWEEN = 7  # points checked inside each interval of the written points that holds a switch
