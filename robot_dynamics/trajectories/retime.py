@@ -359,14 +359,20 @@ class _Timing:
 def _tightening(ratio, times, grid_times, period):
     """(N, nv) factors for the grid points' limits: where ``ratio`` (value / limit at ``times``) exceeds 1,
     that joint's limit at the grid points within 1.5 periods (the average over one period mixes them) and
-    one grid point more on each side, times 1 / ratio (less :data:`TIGHTENING_SLACK`)."""
+    a grid point more on each side, times 1 / ratio (less :data:`TIGHTENING_SLACK`): each excess at its
+    grid point, then the smallest factor within the widest such reach (a running minimum)."""
+    from scipy.ndimage import minimum_filter1d
+
     factors = np.ones((grid_times.size, ratio.shape[1]))
     points, joints = np.nonzero(ratio > 1.0)
-    first = np.maximum(np.searchsorted(grid_times, times[points] - 1.5 * period) - 2, 0)
-    last = np.minimum(np.searchsorted(grid_times, times[points] + 1.5 * period) + 1, grid_times.size - 1)
-    for k, j, low, high in zip(points.tolist(), joints.tolist(), first.tolist(), last.tolist()):
-        factors[low:high + 1, j] = np.minimum(factors[low:high + 1, j], 1.0 / (ratio[k, j] * (1 + TIGHTENING_SLACK)))
-    return factors
+    if points.size == 0:
+        return factors
+    at = times[points]
+    centre = np.minimum(np.searchsorted(grid_times, at), grid_times.size - 1)
+    reach = max(int((centre - np.searchsorted(grid_times, at - 1.5 * period)).max()),
+                int((np.searchsorted(grid_times, at + 1.5 * period) - centre).max())) + 2
+    np.minimum.at(factors, (centre, joints), 1.0 / (ratio[points, joints] * (1 + TIGHTENING_SLACK)))
+    return minimum_filter1d(factors, size=2 * reach + 1, axis=0, mode="nearest")
 
 
 def _write_out(path, s, x, u, grid_times, rate):
