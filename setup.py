@@ -30,11 +30,14 @@ setup(
             "pin>=3",
             "example-robot-data>=4",
             "modern-robotics>=1.1",
+            "toppra>=0.6",  # retime's durations against the reference TOPP-RA (test/test_retime.py)
             # test/test_colcon.py builds the package the ROS 2 workspace way
             "colcon-common-extensions",
             "colcon-ros",
             "ros-ament-package",
         ],
+        # robot-dynamics bench retime: Drake's Toppra as a second reference (large; benchmark only)
+        "bench": ["drake"],
         # the demo's plot (robot-dynamics demo / ./dev demo)
         "demo": ["matplotlib>=3.5"],
         # identify's validation plot (validation.png)

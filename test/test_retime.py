@@ -240,3 +240,10 @@ def test_feedforward_of_positions_alone_uses_the_controllers_interpolation(pendu
     plus the segment's constant velocity's (none for one joint): m g l sin q."""
     trajectory = Trajectory(("swing",), [0.0, 1.0, 2.0], [[0.0], [0.3], [0.1]])
     np.testing.assert_allclose(feedforward(pendulum, trajectory).effort[:, 0], G * np.sin([0.0, 0.3, 0.1]), atol=1e-12)
+
+
+@pytest.mark.parametrize("effort, reason", [(np.zeros((2, 2)), "effort must have one row of 1 values"),
+                                            (np.array([[1.0], [np.nan]]), "effort has a missing or non-finite value")])
+def test_a_trajectorys_efforts_are_checked_like_its_velocities(effort, reason):
+    with pytest.raises(TrajectoryError, match=reason):
+        Trajectory(("swing",), [0.0, 1.0], [[0.0], [0.1]], effort=effort)

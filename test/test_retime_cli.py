@@ -123,6 +123,9 @@ def test_an_infeasible_path_exits_1_naming_joint_time_and_torque(files, capsys):
     (["--plot", "out.txt"], "give a .png"),
     (["--acceleration-limit", "1", "2"], "give one value or 1"),
     (["--payload", "nowhere", "1"], "unknown link"),
+    (["--output", "/nonexistent/retimed.csv"], "not a directory this user can write to"),
+    (["--gridpoints", "1"], "gridpoints must be from 2"),
+    (["--rate", "1e7"], "more than the 4000000 points allowed"),
 ])
 def test_bad_input_exits_2_with_one_line(files, capsys, args, reason):
     status, out, err = _cli([files / "pendulum.urdf", files / "swing.csv", *args], capsys)

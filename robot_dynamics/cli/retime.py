@@ -11,6 +11,7 @@ stderr), 2 bad input (one line on stderr naming the input and the problem).
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -77,6 +78,10 @@ def _output_checked(args):
     """Refuse an output or plot file of a kind not written, and a plot without matplotlib, before the work."""
     if args.output is not None and Path(args.output).suffix.lower() not in (".csv", ".yaml", ".yml"):
         raise TrajectoryError(f"--output {args.output}: give a .csv or .yaml file")
+    for option, name in (("--output", args.output), ("--plot", args.plot)):
+        folder = Path(name).parent if name is not None else None
+        if folder is not None and not (folder.is_dir() and os.access(folder, os.W_OK)):
+            raise TrajectoryError(f"{option} {name}: {folder} is not a directory this user can write to")
     if args.plot is not None:
         if Path(args.plot).suffix.lower() not in (".png", ".pdf", ".svg"):
             raise TrajectoryError(f"--plot {args.plot}: give a .png, .pdf or .svg file")
@@ -117,7 +122,7 @@ def _plot(path, model, timings, friction):
 
     from ..trajectories.check import _model_states, _placement, _torques, sample
 
-    figure, axes = plt.subplots(len(timings), 1, figsize=(9, 3 * len(timings)), sharey=True, squeeze=False)
+    figure, axes = plt.subplots(len(timings), 1, figsize=(10, 3 * len(timings)), sharey=True, squeeze=False)
     axes = axes[:, 0]
     limits = np.where(model.effort_limits > 0, model.effort_limits, np.inf)
     for axis, (title, trajectory) in zip(axes, timings):
@@ -129,7 +134,7 @@ def _plot(path, model, timings, friction):
         axis.set_title(f"{title}: {t[-1] - t[0]:.3f} s")
         axis.set_ylabel("|tau| / limit")
     axes[-1].set_xlabel("time (s)")
-    axes[0].legend(fontsize=7, ncol=4, loc="upper right")
+    axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # (beside the curves, not over them)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)

@@ -53,7 +53,7 @@ DEFAULT_GRIDPOINTS = 400  # grid points along the path: the bang-bang switches w
 MAX_GRIDPOINTS = 100_000
 MAX_PATH_SPEED_SQUARED = 1e10  # x = sd^2 cap where nothing limits the speed (a stretch the path stands still)
 TIGHTENING_ROUNDS = 10  # re-solves with limits tightened where a limit was passed (_tightening)
-TIGHTENING_SLACK = 1e-4  # tighten by this much more than the excess found
+TIGHTENING_SLACK = 1e-3  # tighten by this much more than the excess found
 END_GAP = 1e-6  # s: the shortest interval between points written
 SWITCH_JUMP = 0.01  # a jump of the path acceleration this part of its range is a switch (_between_switches)
 BETWEEN = 7  # points checked inside each interval of the written points that holds a switch
@@ -277,6 +277,10 @@ def _parametrize(model, path, s, dynamics, effort, velocity, acceleration, frict
     x, u, failed = _reachability(*_rows((dq, ddq, a, b, c, bounds, delta), effort, acceleration), x_max, delta)
     if failed >= 0:
         _refuse(model, path, s[failed:failed + 2], c[failed:failed + 2], effort[failed:failed + 2], "at any speed")
+    stuck = np.flatnonzero((x[:-1] <= 0) & (x[1:] <= 0))  # (a stretch passed at no speed: in no time)
+    if stuck.size:
+        _refuse(model, path, s[stuck[0]:stuck[0] + 2], c[stuck[0]:stuck[0] + 2], effort[stuck[0]:stuck[0] + 2],
+                "except at standstill")
     return x, u
 
 
@@ -285,13 +289,7 @@ def _parametrize(model, path, s, dynamics, effort, velocity, acceleration, frict
 def _grid_times(path, s, x):
     """The time of each grid point: ``t_{i+1} = t_i + 2 delta_i / (sd_i + sd_{i+1})``."""
     speed = np.sqrt(x)
-    with np.errstate(divide="ignore"):
-        steps = 2 * np.diff(s) / (speed[:-1] + speed[1:])
-    stuck = ~np.isfinite(steps)
-    if stuck.any():
-        raise InfeasiblePath(f"{path.trajectory.source or 'the path'}: the limits hold only at standstill at "
-                             f"t = {s[np.argmax(stuck)]:.4g} s of the given trajectory", "", float(s[np.argmax(stuck)]),
-                             float("nan"), float("nan"))
+    steps = 2 * np.diff(s) / (speed[:-1] + speed[1:])  # (never 0 / 0: _parametrize refuses a standstill)
     times = path.start + np.concatenate([[0.0], np.cumsum(steps)])
     if times[-1] - times[0] > MAX_DURATION:
         raise TrajectoryError(f"{path.trajectory.source or 'the path'}: the limits allow it only in "
@@ -361,14 +359,20 @@ class _Timing:
 def _tightening(ratio, times, grid_times, period):
     """(N, nv) factors for the grid points' limits: where ``ratio`` (value / limit at ``times``) exceeds 1,
     that joint's limit at the grid points within 1.5 periods (the average over one period mixes them) and
-    one grid point more on each side, times 1 / ratio (less :data:`TIGHTENING_SLACK`)."""
+    a grid point more on each side, times 1 / ratio (less :data:`TIGHTENING_SLACK`): each excess at its
+    grid point, then the smallest factor within the widest such reach (a running minimum)."""
+    from scipy.ndimage import minimum_filter1d
+
     factors = np.ones((grid_times.size, ratio.shape[1]))
     points, joints = np.nonzero(ratio > 1.0)
-    first = np.maximum(np.searchsorted(grid_times, times[points] - 1.5 * period) - 2, 0)
-    last = np.minimum(np.searchsorted(grid_times, times[points] + 1.5 * period) + 1, grid_times.size - 1)
-    for k, j, low, high in zip(points.tolist(), joints.tolist(), first.tolist(), last.tolist()):
-        factors[low:high + 1, j] = np.minimum(factors[low:high + 1, j], 1.0 / (ratio[k, j] * (1 + TIGHTENING_SLACK)))
-    return factors
+    if points.size == 0:
+        return factors
+    at = times[points]
+    centre = np.minimum(np.searchsorted(grid_times, at), grid_times.size - 1)
+    reach = max(int((centre - np.searchsorted(grid_times, at - 1.5 * period)).max()),
+                int((np.searchsorted(grid_times, at + 1.5 * period) - centre).max())) + 2
+    np.minimum.at(factors, (centre, joints), 1.0 / (ratio[points, joints] * (1 + TIGHTENING_SLACK)))
+    return minimum_filter1d(factors, size=2 * reach + 1, axis=0, mode="nearest")
 
 
 def _write_out(path, s, x, u, grid_times, rate):

@@ -63,9 +63,9 @@ def _worst(oracle, limits, q, qd, qdd):
 def _ours_solve(model, trajectory, gridpoints):
     path = ours._Path(model, trajectory, [])
     s = np.linspace(path.start, path.end, gridpoints)
-    limit = ours._limit
-    return ours._parametrize(model, path, s, ours._path_dynamics(path, s), limit(model.effort_limits),
-                             limit(model.velocity_limits), np.full(model.nv, np.inf), False)
+    each = lambda limits: np.tile(ours._limit(limits), (gridpoints, 1))  # noqa: E731 (one row per grid point)
+    return ours._parametrize(model, path, s, ours._path_dynamics(path, s), each(model.effort_limits),
+                             each(model.velocity_limits), each(np.full(model.nv, np.inf)), False)
 
 
 def _toppra(oracle, model, trajectory, gridpoints):
