@@ -1,5 +1,5 @@
 """Entry points of the executables (``dynamics_node``, ``simulator_node``, ``trajectory_publisher``,
-``robot-dynamics``): the one place where a process's signal handling and its compile step are set.
+``trajectory_filter``, ``robot-dynamics``): the one place where a process's signal handling and its compile step are set.
 
 A module of its own, outside the ``robot_dynamics`` package, so that it imports only ``signal``,
 ``os`` and ``sys`` before it sets them: the package's imports take a while on a busy machine, and a
@@ -110,6 +110,11 @@ def simulator_node():
 def trajectory_publisher():
     """Entry point of the ``trajectory_publisher`` executable."""
     return _run("trajectory_publisher")
+
+
+def trajectory_filter():
+    """Entry point of the ``trajectory_filter`` executable."""
+    return _run("trajectory_filter")
 
 
 def robot_dynamics(argv=None):

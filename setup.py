@@ -30,11 +30,14 @@ setup(
             "pin>=3",
             "example-robot-data>=4",
             "modern-robotics>=1.1",
+            "toppra>=0.6",  # retime's durations against the reference TOPP-RA (test/test_retime.py)
             # test/test_colcon.py builds the package the ROS 2 workspace way
             "colcon-common-extensions",
             "colcon-ros",
             "ros-ament-package",
         ],
+        # robot-dynamics bench retime: Drake's Toppra as a second reference (large; benchmark only)
+        "bench": ["drake"],
         # the demo's plot (robot-dynamics demo / ./dev demo)
         "demo": ["matplotlib>=3.5"],
         # identify's validation plot (validation.png)
@@ -58,6 +61,7 @@ setup(
             "dynamics_node = robot_dynamics_executables:dynamics_node",
             "simulator_node = robot_dynamics_executables:simulator_node",
             "trajectory_publisher = robot_dynamics_executables:trajectory_publisher",
+            "trajectory_filter = robot_dynamics_executables:trajectory_filter",
             "robot-dynamics = robot_dynamics_executables:robot_dynamics",
         ]
     },

@@ -18,7 +18,7 @@ PARTS = {
                      "friction; and the gravity torques and mass matrix of the CLI's info, gravity and mass-matrix",
     "simulator": "a Simulator step (every integrator, limits, damping, friction, wrenches) and the gravity "
                  "torques with which the simulator node checks a model",
-    "library": "the rest of the public functions: inverse and forward dynamics with wrenches, bias forces, "
+    "library": "the rest of the public functions: inverse and forward dynamics with wrenches, bias forces, retime's kernel, "
                "Coriolis matrix, poses, Jacobians, energies, regressor",
 }
 ALL = "all"
@@ -115,6 +115,11 @@ def _jobs(parts):
                           received, received, 0)
         sensor.reading(q, qd, qd)
 
+    def reachability():  # retime's kernel (robot_dynamics.trajectories.retime), on a two-stage grid
+        from .trajectories.retime import _reachability
+
+        _reachability(np.ones((1, 2)), np.zeros((1, 2)), np.ones((1, 2)), np.ones(2), np.ones(1))
+
     jobs = [load]
     if "dynamics_node" in parts:
         jobs += [lambda: compute_terms(Data(arm[0]), q, qd),  # the node's pass per message
@@ -132,7 +137,8 @@ def _jobs(parts):
                  lambda: forward_dynamics(arm[0], q, qd, qd, external_wrenches=wrench),
                  lambda: bias_forces(arm[0], q, qd), lambda: coriolis_matrix(arm[0], q, qd),
                  lambda: regressor(arm[0], q, qd, qd),
-                 lambda: mass_matrix(arm[0], q), lambda: frame_acceleration(arm[0], q, qd, "tip")]
+                 lambda: mass_matrix(arm[0], q), lambda: frame_acceleration(arm[0], q, qd, "tip"),
+                 reachability]
     return jobs
 
 

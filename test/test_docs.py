@@ -119,6 +119,13 @@ RUN_ELSEWHERE = {
     "robot-dynamics check-trajectory arm7_gripper plan.csv": "test/test_check_trajectory.py::test_docs_example",
     "robot-dynamics check-trajectory arm7_gripper plan.csv --payload arm7_hand 5.0 --json":
         "test/test_check_trajectory.py::test_docs_example",
+    ".venv/bin/robot-dynamics demo-trajectory": "test/test_trajectory_demo.py::test_the_command_prints_the_summary_and_writes_the_plot",
+    # the trajectory filter: its page's commands as written, a trajectory through each
+    "trajectory_filter --urdf arm7_gripper --ros-args -p payload.link:=arm7_hand -p payload.mass:=3.0 "
+    "-r trajectory_out:=/joint_trajectory_controller/joint_trajectory": "test/test_trajectory_filter_node.py::test_docs_commands_run",
+    "robot-dynamics sim --params hold.yaml &": "test/test_trajectory_filter_node.py::test_docs_commands_run",
+    "trajectory_filter --urdf arm7_gripper --ros-args -r trajectory_out:=joint_trajectory -p effort_margin:=0.8":
+        "test/test_trajectory_filter_node.py::test_docs_commands_run",
     ".venv/bin/python -m robot_dynamics.identification.benchmark":
         "test/test_identification_docs.py::test_benchmark_prints_its_tables",
 }

@@ -14,12 +14,14 @@ import pytest
 
 from robot_dynamics.nodes.dynamics import plan as dynamics_plan
 from robot_dynamics.nodes.simulator import plan as simulator_plan
+from robot_dynamics.nodes.trajectory_filter import plan as filter_plan
 from robot_dynamics.nodes.trajectory_publisher import plan as trajectory_plan
 from robot_dynamics.nodes.common.command_line import EXECUTABLES, help_text, read_urdf
 from robot_dynamics.nodes.common.parameters import DESCRIPTION_PARAMETERS
 from robot_dynamics.description.robots import bundled_urdf
 
-PLANS = {"dynamics_node": dynamics_plan, "simulator_node": simulator_plan, "trajectory_publisher": trajectory_plan}
+PLANS = {"dynamics_node": dynamics_plan, "simulator_node": simulator_plan, "trajectory_publisher": trajectory_plan,
+         "trajectory_filter": filter_plan}
 
 
 def run(argv, timeout=60.0, **kwargs):

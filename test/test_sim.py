@@ -29,6 +29,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 import robot_dynamics as rd  # noqa: E402
+from robot_dynamics.description.robots import urdf_file  # noqa: E402
 from robot_dynamics.tools import graph, processes  # noqa: E402
 
 from robot_files import erd_path  # noqa: E402
@@ -262,7 +263,7 @@ def test_two_arms_side_by_side_each_on_its_own_clock(harness, tmp_path):
             outputs[namespace] = _read_until(process, r"^running")
             assert f"/{namespace}/clock (simulated time" in outputs[namespace]
         for namespace, robot in arms.items():
-            model = rd.load_urdf(rd.robots.urdf_file(robot))
+            model = rd.load_urdf(urdf_file(robot))
             q0, _, _ = graph.robot_setup(model)
             _check_graph(probes[namespace], model, q0, namespace)
         # a second graph in the left namespace is refused, naming the problem, and starts nothing

@@ -15,6 +15,8 @@ Subcommands::
     robot-dynamics identify RECORDING --urdf URDF a calibrated URDF (and payload) from a recording
     robot-dynamics check-trajectory URDF TRAJECTORY
                                                   does a planned trajectory stay within the limits?
+    robot-dynamics retime URDF TRAJECTORY         the shortest timing of its path within the velocity,
+                                                  acceleration and effort limits, efforts filled
     robot-dynamics external-torques RECORDING --urdf URDF
                                                   the momentum observer's residual over a recording
     robot-dynamics demo-contact                   an arm driven into a wall: contact, collision, reaction
@@ -29,7 +31,8 @@ stderr and a non-zero exit status:
 
 - 2: a command-line usage error (argparse), and bad input found before any work: to ``excite``,
   ``identify`` and ``external-torques`` (a recording, an option's value, an output path), to
-  ``check-trajectory`` (its URDF or robot name included: its 1 means a limit is exceeded), and to
+  ``check-trajectory`` and ``retime`` (their URDF or robot name included: their 1 means a limit is
+  exceeded, or no timing keeps it), and to
   ``sim`` and ``demo`` (a namespace, a ``--params`` file, ``--global-clock`` without ``--sim-time``,
   a domain ROS 2 does not accept, a duration, radius or frequency out of range), before a node starts;
 - 1: an unreadable or invalid URDF or an unknown robot (every command but ``check-trajectory``), a
@@ -46,13 +49,13 @@ Each module of this package adds its commands to the parser (``register(commands
 
 import sys
 
-from . import bench, check_trajectory, compiling, contact, demos, identification, info, joint_space, robots, sim
+from . import bench, check_trajectory, compiling, contact, demos, identification, info, joint_space, retime, robots, sim
 from .arguments import CLIError, Parser
 
 PROG = "robot-dynamics"
 
 #: the modules that register commands, in the order ``--help`` lists them
-COMMAND_MODULES = (robots, compiling, info, joint_space, demos, sim, identification, check_trajectory, contact,
+COMMAND_MODULES = (robots, compiling, info, joint_space, demos, sim, identification, check_trajectory, retime, contact,
                    bench)
 
 

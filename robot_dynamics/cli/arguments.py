@@ -60,6 +60,7 @@ COMMAND_KERNELS = {
     "estimate-payload": ("dynamics_node", "library"),
     "demo": ("dynamics_node", "simulator"),  # the nodes': compiled once here, not by each at once
     "check-trajectory": ("dynamics_node", "library"),  # batched inverse dynamics; --friction
+    "retime": ("dynamics_node", "library"),  # batched inverse dynamics, the reachability kernel; --friction
     "external-torques": ("dynamics_node",),
     "demo-contact": ("dynamics_node", "simulator"),
 }

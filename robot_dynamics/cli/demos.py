@@ -1,6 +1,7 @@
 """``robot-dynamics demo`` (the closed-loop computed-torque demo over ROS 2), ``demo-elastic``
-(computed torque on an elastic-joint arm, in process) and ``demo-payload`` (a payload estimated and
-applied, in process)."""
+(computed torque on an elastic-joint arm, in process), ``demo-payload`` (a payload estimated and
+applied, in process) and ``demo-trajectory`` (a planner's timing against the torque limits and the
+retimed one, tracked in the simulator, in process)."""
 
 import sys
 
@@ -24,6 +25,13 @@ def register(commands):
                                   "before, the payload estimated from four held poses, tracking after (in process, no ROS)")
     add_payload_arguments(payload)
     payload.set_defaults(run=run_payload_demo)
+
+    from ..tools.trajectory_demo import add_arguments as add_trajectory_arguments
+
+    trajectory = commands.add_parser("demo-trajectory", help="a planner's timing breaks the torque limits, the "
+                                     "retimed one does not: both tracked under computed torque (in process, no ROS)")
+    add_trajectory_arguments(trajectory)
+    trajectory.set_defaults(run=run_trajectory_demo)
 
 
 def run_demo(args):
@@ -59,3 +67,9 @@ def run_payload_demo(args):
         return run(args, sys.stdout, sys.stderr)
     except ValueError as error:
         raise CLIError(str(error)) from None
+
+
+def run_trajectory_demo(args):
+    from ..tools.trajectory_demo import run_demo as run
+
+    return run(args, sys.stdout)

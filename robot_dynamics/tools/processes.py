@@ -36,7 +36,7 @@ PRIVATE_DOMAINS = range(102 - 70, 102)
 PORT_BASE, DOMAIN_GAIN, WELL_KNOWN_SPAN = 7400, 250, 12
 
 #: The package's node executables (console scripts) and their modules in ``robot_dynamics.nodes``.
-NODE_EXECUTABLES = ("dynamics_node", "simulator_node", "trajectory_publisher")
+NODE_EXECUTABLES = ("dynamics_node", "simulator_node", "trajectory_publisher", "trajectory_filter")
 
 
 def executable(name):

@@ -1,6 +1,6 @@
 """The command line of the node executables (no rclpy until the node starts).
 
-``dynamics_node``, ``simulator_node`` and ``trajectory_publisher`` take, before ROS's own
+``dynamics_node``, ``simulator_node``, ``trajectory_publisher`` and ``trajectory_filter`` take, before ROS's own
 ``--ros-args ...``:
 
 - ``-h``/``--help``: usage, the parameters with their defaults and the topics, written from the
@@ -54,7 +54,12 @@ EXECUTABLES = {e.name: e for e in (
                "time: effort commands in, joint_states out.", "simulator", "events"),  # its paced timer keeps the pace only with the EventsExecutor's lower overhead
     Executable("trajectory_publisher", "robot_dynamics.nodes.trajectory_publisher.node:TrajectoryPublisher",
                "robot_dynamics.nodes.trajectory_publisher.plan", "trajectory_publisher",
-               "Smooth multi-joint sinusoids around a home pose, as desired_state for the dynamics node.", None, "single"),
+               "Smooth multi-joint sinusoids around a home pose, or a JointTrajectory received on joint_trajectory, "
+               "as desired_state for the dynamics node.", None, "single"),
+    Executable("trajectory_filter", "robot_dynamics.nodes.trajectory_filter.node:TrajectoryFilter",
+               "robot_dynamics.nodes.trajectory_filter.plan", "trajectory_filter",
+               "A planned JointTrajectory in, out checked, with feed-forward efforts, or retimed within the robot's "
+               "velocity, acceleration and effort limits; an infeasible one is never forwarded.", "library", "single"),
 )}
 
 

@@ -12,11 +12,20 @@ quintic smooth start are :mod:`~robot_dynamics.nodes.trajectory_publisher.plan`'
 (std_srvs/Trigger) starts again from ``t = 0``.  In Cartesian mode (``cartesian.shape`` line or
 circle, :mod:`~robot_dynamics.nodes.trajectory_publisher.cartesian`) it publishes a frame's ``desired_pose``,
 ``desired_twist`` and ``desired_accel`` instead, for the dynamics node's ``command_source: task_space``.
+
+A trajectory_msgs/JointTrajectory received on ``joint_trajectory`` (a planner's, or
+``trajectory_filter``'s ``trajectory_out``) is played instead, sampled as joint_trajectory_controller
+samples it (:mod:`~robot_dynamics.nodes.trajectory_publisher.playback`), from its ``header.stamp`` (0:
+at once); its end is held until the next one or ``~/restart``. One that is malformed or does not fit
+the robot is refused: the reason in the log and on ``/diagnostics``, and the motion goes on.
 """
 
 from __future__ import annotations
 
+import time
+
 from builtin_interfaces.msg import Duration
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import AccelStamped, PoseStamped, TwistStamped
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -24,9 +33,11 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 import robot_dynamics as rd
 
 from ..common.base import RobotNode
-from .cartesian import CartesianTrajectory
 from ..common.converters import as_float_array
+from ..common.parameters import Rejected
+from .cartesian import CartesianTrajectory
 from .plan import PARAMETERS, Settings, Trajectory, coerce_setting, make_trajectory
+from .playback import Playback, make_playback
 
 
 
@@ -36,13 +47,16 @@ class TrajectoryPublisher(RobotNode):
     SIM_TIME = "waiting for /clock: publishing starts with its first message (the robot model is loaded now)"
 
     def __init__(self, node_name: str = "trajectory_publisher", **kwargs):
-        super().__init__(node_name, PARAMETERS, Settings, coerce_setting, diagnostics=False, **kwargs)
+        super().__init__(node_name, PARAMETERS, Settings, coerce_setting, **kwargs)
         self._start_ns = None  # clock time of t = 0 (set at the first tick with a model)
+        self._playback: Playback | None = None  # a received joint_trajectory, played from self._start_ns
+        self._n_played = 0
         self._pub = self.publisher(JointTrajectory, "desired_state")
         self._pub_pose = self.publisher(PoseStamped, "desired_pose")
         self._pub_twist = self.publisher(TwistStamped, "desired_twist")
         self._pub_accel = self.publisher(AccelStamped, "desired_accel")
         self.create_service(Trigger, "~/restart", self._on_restart)
+        self.subscription(JointTrajectory, "joint_trajectory", self._on_joint_trajectory, 10)
         self._timer = self.create_timer(1.0 / self._settings.rate, self._on_tick)
         self.start_description()
 
@@ -54,6 +68,11 @@ class TrajectoryPublisher(RobotNode):
             self.get_logger().info(f"robot {self._base.name!r} from {source}: trajectory for {trajectory.names}")
         for note in trajectory.notes:
             self.get_logger().warn(note)
+        self._model_status = (DiagnosticStatus.OK, f"robot {self._base.name!r} from {source}")
+        if self._playback is not None and (self._playback.names != getattr(trajectory, "names", None)
+                                           or isinstance(trajectory, CartesianTrajectory)):
+            self._playback = None
+            self.get_logger().warn("the joints changed: the joint_trajectory played is dropped")
 
     def _apply_settings(self, candidate: Settings) -> None:
         rate = self._settings.rate
@@ -64,6 +83,7 @@ class TrajectoryPublisher(RobotNode):
 
     def _on_restart(self, request, response):
         self._start_ns = None
+        self._playback = None
         response.success = True
         response.message = "the trajectory starts again from the home pose"
         return response
@@ -80,13 +100,55 @@ class TrajectoryPublisher(RobotNode):
         if isinstance(trajectory, CartesianTrajectory):
             self._publish_cartesian(trajectory, now)
             return
-        q, qd, qdd = trajectory.at((now.nanoseconds - self._start_ns) * 1e-9)
+        motion = self._playback or trajectory
+        q, qd, qdd = motion.at((now.nanoseconds - self._start_ns) * 1e-9)
         msg = JointTrajectory()
         msg.header.stamp = now.to_msg()
-        msg.joint_names = trajectory.names
+        msg.joint_names = motion.names
         msg.points = [JointTrajectoryPoint(positions=as_float_array(q), velocities=as_float_array(qd),
                                            accelerations=as_float_array(qdd), time_from_start=Duration())]
         self._pub.publish(msg)
+
+    def _on_joint_trajectory(self, msg: JointTrajectory) -> None:
+        """Play ``msg`` from its stamp (0: now), or refuse it (the reason in the log and /diagnostics)."""
+        now_ns = time.monotonic_ns()
+        plan = self._plan
+        try:
+            if plan is None:
+                raise Rejected("no robot model yet")
+            if isinstance(plan, CartesianTrajectory):
+                raise Rejected("the publisher is in Cartesian mode (cartesian.shape): it plays no joint trajectory")
+            clock_ns = self.get_clock().now().nanoseconds
+            if clock_ns == 0:
+                raise Rejected("no clock yet (use_sim_time and no /clock)")
+            current = (self._playback or plan).at((clock_ns - (self._start_ns or clock_ns)) * 1e-9)
+            playback = make_playback(self._base, list(plan.names), msg.joint_names, msg.points, current)
+            stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec  # (ints: a float is 0.2 us off)
+            if stamp_ns and stamp_ns + int(playback.duration * 1e9) < clock_ns:  # (as JTC: not a jump to its end)
+                raise Rejected(f"it starts at {stamp_ns * 1e-9:.9g} s and ends {playback.duration:.6g} s later, in the "
+                               f"past (now {clock_ns * 1e-9:.9g} s)")
+        except Rejected as exc:
+            self.reject("joint_trajectory", str(exc), now_ns)
+            return
+        self._playback, self._start_ns = playback, stamp_ns or clock_ns
+        self._n_played += 1
+        self.get_logger().info(f"playing a joint_trajectory of {len(msg.points)} points over "
+                               f"{playback.duration:.3f} s for {list(playback.trajectory.joint_names)}")
+
+    def diagnostics(self, now_ns: int) -> DiagnosticArray:
+        """The model's status and the joint_trajectory input's (playing, holding its end, refused)."""
+        playback = self._playback
+        level, text = DiagnosticStatus.OK, "no joint_trajectory received: publishing the configured motion"
+        if playback is not None:
+            clock_ns = self.get_clock().now().nanoseconds
+            t = (clock_ns - self._start_ns) * 1e-9 if self._start_ns is not None else 0.0
+            text = (f"playing a joint_trajectory, {t:.3f} of {playback.duration:.3f} s" if t < playback.duration
+                    else "holding the end of the joint_trajectory played")
+        refused = self.recent_problems(now_ns).get("joint_trajectory")
+        if refused is not None:
+            level, text = refused[0], f"{refused[1]}; {text}"
+        values = [("trajectories played", self._n_played), ("trajectories refused", self._n_rejected)]
+        return self.diagnostic_array([self.model_status(), ("joint_trajectory", level, text, values)])
 
     def _publish_cartesian(self, trajectory: CartesianTrajectory, now) -> None:
         """The frame's pose, twist and acceleration at one instant, stamped alike, in the root link's frame."""

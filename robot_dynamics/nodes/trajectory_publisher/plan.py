@@ -70,9 +70,12 @@ PARAMETERS = (
 #: (topic, type, direction, what) for --help
 TOPICS = (
     ("robot_description", "std_msgs/String", "in", "latched URDF (when the parameter is empty)"),
+    ("joint_trajectory", "trajectory_msgs/JointTrajectory", "in", "a trajectory to play instead of the "
+     "configured motion, sampled as joint_trajectory_controller does, from header.stamp (0: at once)"),
     ("desired_state", "trajectory_msgs/JointTrajectory", "out", "one point: positions, velocities, "
      "accelerations; at `rate` Hz of the node's clock"),
     *CARTESIAN_TOPICS,
+    ("/diagnostics", "diagnostic_msgs/DiagnosticArray", "out", "model, joint_trajectory played or refused, once a second"),
 )
 SERVICES = (("~/restart", "std_srvs/Trigger", "start again from t = 0 at the home pose"),)
 

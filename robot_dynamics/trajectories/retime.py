@@ -1,0 +1,495 @@
+"""The shortest timing of a joint path within the velocity, acceleration and effort limits, and the
+feed-forward efforts of a trajectory.
+
+:func:`retime` keeps the waypoints' positions as the geometric path ``q(s)`` (a cubic spline through
+them, ``s`` the given waypoint times, so the path between waypoints is close to the planner's) and
+finds the fastest ``s(t)`` from rest to rest by TOPP-RA's reachability analysis (Pham & Pham, "A new
+approach to time-optimal path parameterization based on reachability analysis", IEEE T-RO 2018):
+
+- along the path ``qd = q' sd`` and ``qdd = q' sdd + q'' sd^2``, so with ``u = sdd`` and ``x = sd^2``
+  every limit is linear in ``(u, x)``: the torque ``tau = a u + b x + c`` with ``a = M q'``,
+  ``b = M q'' + C(q, q') q'`` and ``c = g(q)`` (three batched inverse-dynamics calls for the whole
+  grid: rotor inertia, couplings and payload are the model's); ``|q'| sqrt(x) <= qd_max``;
+  ``|q' u + q'' x| <= qdd_max``;
+- on a grid ``s_0 .. s_N`` with ``x_{i+1} = x_i + 2 (s_{i+1} - s_i) u_i`` the sets of ``x`` from which
+  the end is still reachable at rest are intervals, found backwards (each a linear programme in two
+  variables, solved by eliminating ``u``); then, forwards from rest, the largest ``u`` that stays in
+  them. Each stage also holds the next grid point's limits with the same ``u`` (TOPP-RA's
+  "interpolation" discretization), so both one-sided accelerations at every grid point are limited.
+
+The timing is then written every ``1 / rate`` s (joint_trajectory_controller's samples) with the
+inverse-dynamics torque of every point as ``effort``. The optimum is bang-bang in ``sdd``: a
+controller's quintic through points on both sides of a jump of the acceleration overshoots it by up
+to 8 % of the jump (16 % of a full reversal) whatever the spacing of the points, so the timing is
+averaged over one period first (each jump becomes a ramp over one period; the motion lasts one
+period longer), which leaves about 2 %. Every result is checked at its points and on the quintic
+inside the intervals of those ramps; where a limit is passed (there, or between grid points), that
+joint's limit is tightened by the excess and the timing found again. So a result never exceeds
+``effort_margin`` times the effort limits, nor the velocity and acceleration limits, as a controller
+at ``rate`` samples it, whatever its phase (``between_points=False``: at the points only).
+
+Friction (``friction=True``): the Coulomb term ``F tanh(qd / eps)`` lies between 0 and ``F sign(q')``
+for a path run forwards, and both ends of that interval are kept within the limits; the viscous term
+``B q' sqrt(x)`` (URDF damping and the motors') is bounded above by its tangent at the largest ``x``
+the velocity limits allow and below by its chord from 0 there: linear in ``x`` and never
+optimistic (a joint without a velocity limit makes that bound loose).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..jit import njit
+from ..rigid_body.dynamics import inverse_dynamics
+from .check import DEFAULT_FRICTION_VELOCITY, DEFAULT_RATE, MAX_SAMPLES, _placement, _torques, interpolate
+from .trajectory import MAX_DURATION, Trajectory, TrajectoryError
+
+__all__ = ["retime", "feedforward", "RetimeResult", "InfeasiblePath", "DEFAULT_GRIDPOINTS"]
+
+DEFAULT_GRIDPOINTS = 400  # grid points along the path: the bang-bang switches within 0.25 % of it
+MAX_GRIDPOINTS = 100_000
+MAX_PATH_SPEED_SQUARED = 1e10  # x = sd^2 cap where nothing limits the speed (a stretch the path stands still)
+TIGHTENING_ROUNDS = 10  # re-solves with limits tightened where a limit was passed (_tightening)
+TIGHTENING_SLACK = 1e-3  # tighten by this much more than the excess found
+END_GAP = 1e-6  # s: the shortest interval between points written
+SWITCH_JUMP = 0.01  # a jump of the path acceleration this part of its range is a switch (_between_switches)
+BETWEEN = 7  # points checked inside each interval of the written points that holds a switch
+
+
+class InfeasiblePath(TrajectoryError):
+    """No timing keeps the path within the limits: ``joint`` needs ``torque`` at ``time`` (s of the
+    given trajectory) where its limit (times the margin) is ``limit``, whatever the speed."""
+
+    def __init__(self, message, joint, time, torque, limit):
+        super().__init__(message)
+        self.joint, self.time, self.torque, self.limit = joint, time, torque, limit
+
+
+@dataclass
+class RetimeResult:
+    """The retimed :class:`Trajectory` (``t, q, qd, qdd, effort``, a point every ``1 / rate`` s and
+    the end), the durations before and after (s), and per waypoint segment ``(index, joint, limit)``:
+    the joint and the limit (``"effort"``, ``"velocity"`` or ``"acceleration"``) that sets its pace."""
+
+    trajectory: Trajectory
+    duration_before: float
+    duration_after: float
+    binding: list
+    gridpoints: int
+    effort_margin: float  # the smallest margin finally used (below the one asked where tightened)
+
+
+# ----------------------------------------------------------------------------- the reachability analysis
+
+@njit
+def _x_interval(A, B, H, x_max, delta, next_low, next_high, lows, highs):
+    """The ``x`` with some ``u`` such that ``A u + B x <= H`` and ``next_low <= x + 2 delta u <= next_high``,
+    ``0 <= x <= x_max``: ``u`` eliminated (Fourier-Motzkin) from each pair of a lower and an upper bound
+    on it. Returns ``(low, high)``; ``low > high`` when there is none. ``lows``/``highs``: scratch."""
+    x_low, x_high = 0.0, x_max
+    n_low, n_high = 0, 0
+    for r in range(A.shape[0]):  # a u <= h - b x:  u <= or >= p x + q
+        a, b, h = A[r], B[r], H[r]
+        if abs(a) <= 1e-12 * (abs(b) + 1.0):
+            if b > 0.0:
+                x_high = min(x_high, h / b)
+            elif b < 0.0:
+                x_low = max(x_low, h / b)
+            elif h < 0.0:
+                return 1.0, 0.0
+        elif a > 0.0:
+            highs[n_high, 0], highs[n_high, 1] = -b / a, h / a
+            n_high += 1
+        else:
+            lows[n_low, 0], lows[n_low, 1] = -b / a, h / a
+            n_low += 1
+    step = 2.0 * delta
+    lows[n_low, 0], lows[n_low, 1] = -1.0 / step, next_low / step
+    highs[n_high, 0], highs[n_high, 1] = -1.0 / step, next_high / step
+    n_low += 1
+    n_high += 1
+    for i in range(n_low):
+        for j in range(n_high):
+            slope, room = lows[i, 0] - highs[j, 0], highs[j, 1] - lows[i, 1]  # slope x <= room
+            if slope > 0.0:
+                x_high = min(x_high, room / slope)
+            elif slope < 0.0:
+                x_low = max(x_low, room / slope)
+            elif room < -1e-9 * (abs(highs[j, 1]) + abs(lows[i, 1]) + 1.0):
+                return 1.0, 0.0
+    return x_low, x_high
+
+
+@njit
+def _largest_u(A, B, H, x, delta, next_low, next_high):
+    """The largest ``u`` with ``A u + B x <= H`` and ``next_low <= x + 2 delta u <= next_high`` at this ``x``
+    (the least violating one, the middle of the bounds, if rounding left none)."""
+    u_low, u_high = (next_low - x) / (2.0 * delta), (next_high - x) / (2.0 * delta)
+    for r in range(A.shape[0]):
+        a, room = A[r], H[r] - B[r] * x
+        if a > 1e-12:
+            u_high = min(u_high, room / a)
+        elif a < -1e-12:
+            u_low = max(u_low, room / a)
+    return u_high if u_high >= u_low else 0.5 * (u_low + u_high)
+
+
+@njit
+def _reachability(A, B, H, x_max, delta):
+    """TOPP-RA on a grid (module docstring): rows ``A[i] u + B[i] x <= H[i]`` of stage ``i`` (its own grid
+    point's and the next one's limits), ``x <= x_max[i]``, ``delta[i] = s_{i+1} - s_i``; at rest at both
+    ends. Returns ``(x, u, failed)``: ``x`` (N,) at the grid points, ``u`` (N-1,), and the first stage
+    whose set is empty (-1 if none)."""
+    N, R = x_max.shape[0], A.shape[1]
+    low, high = np.zeros(N), np.zeros(N)  # the controllable sets; the last is {0}
+    lows, highs = np.empty((R + 1, 2)), np.empty((R + 1, 2))
+    x, u = np.zeros(N), np.zeros(N - 1)
+    for i in range(N - 2, -1, -1):
+        low[i], high[i] = _x_interval(A[i], B[i], H[i], x_max[i], delta[i], low[i + 1], high[i + 1], lows, highs)
+        if low[i] > high[i] * (1.0 + 1e-9) + 1e-12:
+            return x, u, i
+        high[i] = max(high[i], low[i])
+    if low[0] > 1e-12:  # (at rest at the start)
+        return x, u, 0
+    for i in range(N - 1):
+        u[i] = _largest_u(A[i], B[i], H[i], x[i], delta[i], low[i + 1], high[i + 1])
+        x[i + 1] = min(max(x[i] + 2.0 * delta[i] * u[i], low[i + 1]), high[i + 1])
+        u[i] = (x[i + 1] - x[i]) / (2.0 * delta[i])
+    return x, u, -1
+
+
+# ----------------------------------------------------------------------------- the path and its limits
+
+def _acceleration_limits(model, acceleration_limits):
+    """(nv,) rad/s^2 (m/s^2), inf where none: from None, a number, or one per model joint."""
+    if acceleration_limits is None:
+        return np.full(model.nv, np.inf)
+    limits = np.broadcast_to(np.asarray(acceleration_limits, dtype=float), (model.nv,)).copy() \
+        if np.ndim(acceleration_limits) == 0 or np.shape(acceleration_limits) == (model.nv,) else None
+    if limits is None:
+        raise TrajectoryError(f"acceleration limits: give one number or {model.nv} (one per joint: "
+                              f"{', '.join(model.joint_names)}), got {np.shape(acceleration_limits)}")
+    if np.any(np.isnan(limits)) or np.any(limits <= 0):
+        raise TrajectoryError(f"acceleration limits must be positive, got {limits.tolist()}")
+    return limits
+
+
+def _limit(values):
+    """A URDF limit of 0 or absent as no limit (inf), as check_trajectory reads them."""
+    return np.where((values > 0) & np.isfinite(values), values, np.inf)
+
+
+class _Path:
+    """The geometric path of ``trajectory`` in model coordinates: ``q(s)`` a cubic spline (not-a-knot)
+    through the waypoints at their times, the joints the trajectory does not name held still."""
+
+    def __init__(self, model, trajectory, notes):
+        from scipy.interpolate import CubicSpline
+
+        self.model, self.trajectory = model, trajectory
+        self.placement = _placement(model, trajectory, notes)
+        self.spline = CubicSpline(trajectory.t, trajectory.q, axis=0)
+        self.start, self.end = float(trajectory.t[0]), float(trajectory.t[-1])
+
+    def joint_values(self, s, order=0):
+        """The trajectory's joints' ``d^order q / ds^order`` at ``s`` (len(s), m)."""
+        return self.spline(s, order)
+
+    def model_values(self, s, order=0):
+        """The model's coordinates' ``d^order q / ds^order`` at ``s`` (len(s), nv)."""
+        rest, columns, indices = self.placement
+        out = np.tile(rest, (len(s), 1)) if order == 0 else np.zeros((len(s), self.model.nv))
+        out[:, indices] = self.spline(s, order)[:, columns]
+        return out
+
+
+def _path_dynamics(path, s):
+    """``(q, q', q'', a, b, c)`` at the grid ``s``: ``tau = a sdd + b sd^2 + c`` (module docstring), from one
+    batched inverse-dynamics call over the three sets of states."""
+    q, dq, ddq = (path.model_values(s, order) for order in range(3))
+    zero = np.zeros_like(q)
+    tau = inverse_dynamics(path.model, np.concatenate([q, q, q]), np.concatenate([zero, zero, dq]),
+                           np.concatenate([zero, dq, ddq]))
+    c, Mq, Mqq = np.split(tau, 3)
+    return q, dq, ddq, Mq - c, Mqq - c, c
+
+
+def _friction_bounds(model, dq, x_bound):
+    """Per grid point and joint, the friction torque's bounds for a forward run with ``x <= x_bound``:
+    ``(upper slope, upper offset, lower slope, lower offset)`` in ``x`` (module docstring)."""
+    coulomb = model.friction * np.sign(dq)
+    viscous = model.viscous_damping * dq  # beta: the torque beta sqrt(x)
+    root = np.sqrt(x_bound)[:, None]
+    upper_slope = np.where(viscous > 0, viscous / (2 * root), viscous / root)
+    upper_offset = np.where(viscous > 0, viscous * root / 2, 0.0) + np.maximum(coulomb, 0.0)
+    lower_slope = np.where(viscous > 0, viscous / root, viscous / (2 * root))
+    lower_offset = np.where(viscous > 0, 0.0, viscous * root / 2) + np.minimum(coulomb, 0.0)
+    return upper_slope, upper_offset, lower_slope, lower_offset
+
+
+def _rows(terms, effort, acceleration):
+    """Every stage's rows ``A u + B x <= H``: its grid point's limits and the next one's at the same ``u``
+    with ``x + 2 delta u`` (module docstring). ``terms``: :func:`_path_dynamics` and friction bounds; the
+    limits (N, nv), one row per grid point."""
+    dq, ddq, a, b, c, friction, delta = terms
+    up_slope, up_offset, low_slope, low_offset = friction
+    finite_effort, finite_acceleration = np.isfinite(effort).all(axis=0), np.isfinite(acceleration).all(axis=0)
+    A = [a[:, finite_effort], -a[:, finite_effort]]
+    B = [(b + up_slope)[:, finite_effort], -(b + low_slope)[:, finite_effort]]
+    H = [(effort - c - up_offset)[:, finite_effort], (effort + c + low_offset)[:, finite_effort]]
+    A += [dq[:, finite_acceleration], -dq[:, finite_acceleration]]
+    B += [ddq[:, finite_acceleration], -ddq[:, finite_acceleration]]
+    H += [acceleration[:, finite_acceleration]] * 2
+    A, B, H = (np.concatenate(part, axis=1) for part in (A, B, H))
+    step = 2 * delta[:, None]
+    return (np.ascontiguousarray(np.concatenate([A[:-1], A[1:] + step * B[1:]], axis=1)),
+            np.ascontiguousarray(np.concatenate([B[:-1], B[1:]], axis=1)),
+            np.ascontiguousarray(np.concatenate([H[:-1], H[1:]], axis=1)))
+
+
+def _refuse(model, path, s, c, effort, why):
+    """InfeasiblePath naming the joint whose holding torque ``c`` is the largest part of its limit near ``s``."""
+    fraction = np.abs(c) / effort  # (the rows of both near s)
+    k, joint = np.unravel_index(np.argmax(np.where(np.isfinite(fraction), fraction, -1.0)), fraction.shape)
+    name = model.joint_names[joint]
+    unit = "N" if model.joint_types[joint] == "prismatic" else "N m"
+    raise InfeasiblePath(f"{path.trajectory.source or 'the path'}: no timing keeps it within the limits {why}: at "
+                         f"t = {s[k]:.4g} s of the given trajectory {name} needs {c[k, joint]:.6g} {unit} to hold "
+                         f"still, beyond its limit (times the margin) of {effort[k, joint]:.6g} {unit}", name,
+                         float(s[k]), float(c[k, joint]), float(effort[k, joint]))
+
+
+def _parametrize(model, path, s, dynamics, effort, velocity, acceleration, friction):
+    """``(x, u)`` on the grid ``s``: the fastest rest-to-rest timing (:func:`_reachability`) within the limits
+    ``effort``, ``velocity``, ``acceleration`` (N, nv): each grid point's."""
+    _, dq, ddq, a, b, c = dynamics
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x_max = np.min(np.where(dq != 0, (velocity / np.abs(dq)) ** 2, np.inf), axis=1)
+    x_max = np.minimum(x_max, MAX_PATH_SPEED_SQUARED)
+    zero = np.zeros_like(dq)
+    bounds = _friction_bounds(model, dq, x_max) if friction else (zero, zero, zero, zero)
+    if np.any(np.abs(c[[0, -1]]) > effort[[0, -1]]):  # (held at rest before and after: no acceleration helps)
+        _refuse(model, path, s[[0, -1]], c[[0, -1]], effort[[0, -1]], "at rest at its ends")
+    delta = np.diff(s)
+    x, u, failed = _reachability(*_rows((dq, ddq, a, b, c, bounds, delta), effort, acceleration), x_max, delta)
+    if failed >= 0:
+        _refuse(model, path, s[failed:failed + 2], c[failed:failed + 2], effort[failed:failed + 2], "at any speed")
+    stuck = np.flatnonzero((x[:-1] <= 0) & (x[1:] <= 0))  # (a stretch passed at no speed: in no time)
+    if stuck.size:
+        _refuse(model, path, s[stuck[0]:stuck[0] + 2], c[stuck[0]:stuck[0] + 2], effort[stuck[0]:stuck[0] + 2],
+                "except at standstill")
+    return x, u
+
+
+# ----------------------------------------------------------------------------- the timing written out
+
+def _grid_times(path, s, x):
+    """The time of each grid point: ``t_{i+1} = t_i + 2 delta_i / (sd_i + sd_{i+1})``."""
+    speed = np.sqrt(x)
+    steps = 2 * np.diff(s) / (speed[:-1] + speed[1:])  # (never 0 / 0: _parametrize refuses a standstill)
+    times = path.start + np.concatenate([[0.0], np.cumsum(steps)])
+    if times[-1] - times[0] > MAX_DURATION:
+        raise TrajectoryError(f"{path.trajectory.source or 'the path'}: the limits allow it only in "
+                              f"{times[-1] - times[0]:.6g} s, more than the {MAX_DURATION:g} s allowed")
+    return times
+
+
+def _dense_times(start, end, rate):
+    """``start + k / rate`` up to ``end`` (the times check_trajectory and a controller at ``rate`` sample; one
+    within :data:`END_GAP` of ``end`` dropped), and ``end``."""
+    count = np.floor((end - start) * rate) + 1
+    if not count <= MAX_SAMPLES:
+        raise TrajectoryError(f"the retimed trajectory lasts {end - start:.6g} s: at {rate:g} Hz more than the "
+                              f"{MAX_SAMPLES} points allowed")
+    times = start + np.arange(int(count)) / rate
+    return np.append(times[times < end - END_GAP], end)
+
+
+def _between_switches(t, grid_times, u, ramp, Q, QD, QDD):
+    """``(times, (q, qd, qdd))`` of a controller's quintic between the written points, inside every interval that holds a
+    jump of the path acceleration ``u`` (a bang-bang switch: more than :data:`SWITCH_JUMP` of its range), at
+    :data:`BETWEEN` points each: there the quintic through both sides' accelerations overshoots them."""
+    jumps = np.concatenate([grid_times[[0, -1]],  # (from rest, and to rest)
+                            grid_times[1:-1][np.abs(np.diff(u)) > SWITCH_JUMP * max(np.ptp(u), 1e-300)]])
+    ramps = np.concatenate([jumps - ramp / 2, jumps + ramp / 2])  # (the written ramp of each jump: both ends)
+    intervals = np.unique(np.clip(np.searchsorted(t, ramps) - 1, 0, t.size - 2))
+    if intervals.size == 0:
+        return None
+    ends = np.union1d(intervals, intervals + 1)
+    pieces = Trajectory(tuple(range(Q.shape[1])), t[ends], Q[ends], QD[ends], QDD[ends])
+    inside = np.linspace(0.0, 1.0, BETWEEN + 2)[1:-1]
+    starts, steps = t[intervals], t[intervals + 1] - t[intervals]
+    times = (starts[:, None] + steps[:, None] * inside).ravel()
+    return times, interpolate(pieces, times)  # (the pieces' own segments between their pairs are never sampled)
+
+
+class _Timing:
+    """The grid's timing ``s(t)``: within segment ``i`` ``sdd = u_i``, so ``s`` is a parabola in ``t``; at rest
+    at ``s_0`` before the first grid time and at ``s_N`` after the last. ``position``, ``speed`` and
+    ``integral`` (of ``s`` from the first grid time) at any times."""
+
+    def __init__(self, s, x, u, grid_times):
+        self.s, self.sd, self.u, self.times = s, np.sqrt(x), u, grid_times
+        steps = np.diff(grid_times)
+        pieces = s[:-1] * steps + self.sd[:-1] * steps**2 / 2 + u * steps**3 / 6
+        self.integrals = np.concatenate([[0.0], np.cumsum(pieces)])
+
+    def _where(self, t):
+        inside = np.clip(t, self.times[0], self.times[-1])
+        segment = np.clip(np.searchsorted(self.times, inside, side="right") - 1, 0, self.s.size - 2)
+        return segment, inside - self.times[segment]
+
+    def position(self, t):
+        segment, dt = self._where(t)
+        return self.s[segment] + self.sd[segment] * dt + self.u[segment] * dt**2 / 2
+
+    def speed(self, t):
+        segment, dt = self._where(t)
+        return np.maximum(self.sd[segment] + self.u[segment] * dt, 0.0)
+
+    def integral(self, t):
+        segment, dt = self._where(t)
+        within = self.integrals[segment] + self.s[segment] * dt + self.sd[segment] * dt**2 / 2 + self.u[segment] * dt**3 / 6
+        return within + self.s[0] * np.minimum(t - self.times[0], 0.0) + self.s[-1] * np.maximum(t - self.times[-1], 0.0)
+
+
+def _tightening(ratio, times, grid_times, period):
+    """(N, nv) factors for the grid points' limits: where ``ratio`` (value / limit at ``times``) exceeds 1,
+    that joint's limit at the grid points within 1.5 periods (the average over one period mixes them) and
+    a grid point more on each side, times 1 / ratio (less :data:`TIGHTENING_SLACK`): each excess at its
+    grid point, then the smallest factor within the widest such reach (a running minimum)."""
+    from scipy.ndimage import minimum_filter1d
+
+    factors = np.ones((grid_times.size, ratio.shape[1]))
+    points, joints = np.nonzero(ratio > 1.0)
+    if points.size == 0:
+        return factors
+    at = times[points]
+    centre = np.minimum(np.searchsorted(grid_times, at), grid_times.size - 1)
+    reach = max(int((centre - np.searchsorted(grid_times, at - 1.5 * period)).max()),
+                int((np.searchsorted(grid_times, at + 1.5 * period) - centre).max())) + 2
+    np.minimum.at(factors, (centre, joints), 1.0 / (ratio[points, joints] * (1 + TIGHTENING_SLACK)))
+    return minimum_filter1d(factors, size=2 * reach + 1, axis=0, mode="nearest")
+
+
+def _write_out(path, s, x, u, grid_times, rate):
+    """``(t, s, sd, sdd)`` at :func:`_dense_times`: the grid's timing averaged over one period ``h = 1 / rate``
+    (``s(t)`` convolved with a box of width ``h``, in closed form: ``(S(t + h/2) - S(t - h/2)) / h`` with ``S``
+    its integral, and so on for ``sd`` and ``sdd``). The average turns each jump of ``sdd`` into a ramp over
+    one period, which a controller's quintic between the points follows without overshooting the jump
+    (module docstring); the motion starts ``h / 2`` early and ends ``h / 2`` late: it lasts ``h`` longer."""
+    timing, h = _Timing(s, x, u, grid_times), 1.0 / rate
+    t = _dense_times(grid_times[0], grid_times[-1] + h, rate)
+    centre = t - h / 2
+    ahead, behind = centre + h / 2, centre - h / 2
+    along = np.clip((timing.integral(ahead) - timing.integral(behind)) / h, s[0], s[-1])
+    sd = np.maximum((timing.position(ahead) - timing.position(behind)) / h, 0.0)
+    sdd = (timing.speed(ahead) - timing.speed(behind)) / h
+    return t, along, sd, sdd
+
+
+def _joint_states(values, along, sd, sdd):
+    """``(q, qd, qdd)`` at path points ``along`` run at ``sd``, ``sdd``: ``qd = q' sd``,
+    ``qdd = q' sdd + q'' sd^2``; ``values(s, order)`` the path's derivatives."""
+    dq = values(along, 1)
+    return values(along), dq * sd[:, None], values(along, 2) * (sd**2)[:, None] + dq * sdd[:, None]
+
+
+def _binding(model, path, along, ratios):
+    """Per waypoint segment ``(index, joint, limit)`` with the largest ratio of a value to its limit there
+    (a segment shorter than a period: at the point just after its start)."""
+    kinds = list(ratios)
+    flat = np.concatenate([ratios[kind] for kind in kinds], axis=1)  # (points, kind * nv)
+    starts = np.minimum(np.searchsorted(along, path.trajectory.t[:-1]), along.size - 1)  # (along is increasing)
+    worst = np.argmax(np.maximum.reduceat(flat, starts, axis=0), axis=1)
+    return [(k, model.joint_names[w % model.nv], kinds[w // model.nv]) for k, w in enumerate(worst.tolist())]
+
+
+def retime(model, trajectory, effort_margin=1.0, acceleration_limits=None, friction=False, rate=DEFAULT_RATE,
+           gridpoints=DEFAULT_GRIDPOINTS, between_points=True, friction_velocity=DEFAULT_FRICTION_VELOCITY):
+    """:class:`RetimeResult`: ``trajectory``'s waypoint positions, as a path, run from rest to rest in the
+    shortest time within the URDF velocity limits, ``acceleration_limits`` (None, a number, or one per
+    model joint) and ``effort_margin`` (0 < m <= 1) times the URDF effort limits (module docstring).
+
+    ``model`` carries the payload (``model.with_payload``); ``friction`` adds the URDF's and the motors'
+    friction to the torques. ``between_points``: the limits also hold on a controller's quintic between the
+    written points (a switch of the acceleration makes it overshoot: module docstring); False: at the
+    points only. Raises :class:`InfeasiblePath` when no timing can keep the limits,
+    :class:`TrajectoryError` on bad input."""
+    if not 0 < effort_margin <= 1:
+        raise TrajectoryError(f"the effort margin must be in (0, 1], got {effort_margin}")
+    if not (np.isfinite(rate) and rate > 0):
+        raise TrajectoryError(f"the rate must be a positive number of Hz, got {rate}")
+    if not 2 <= int(gridpoints) <= MAX_GRIDPOINTS:
+        raise TrajectoryError(f"gridpoints must be from 2 to {MAX_GRIDPOINTS}, got {gridpoints}")
+    notes = list(trajectory.notes)
+    path = _Path(model, trajectory, notes)
+    s = np.linspace(path.start, path.end, int(gridpoints))
+    dynamics = _path_dynamics(path, s)
+    if not all(np.isfinite(part).all() for part in dynamics):
+        raise TrajectoryError(f"{trajectory.source or 'the path'}: its torques are not finite (waypoints beyond "
+                              "what can be computed)")
+    if not np.any(dynamics[1]):
+        raise TrajectoryError(f"{trajectory.source or 'the path'}: the waypoints do not move: nothing to retime")
+    limits = {"effort": effort_margin * _limit(model.effort_limits), "velocity": _limit(model.velocity_limits),
+              "acceleration": _acceleration_limits(model, acceleration_limits)}
+    scale = {kind: np.ones((s.size, model.nv)) for kind in limits}  # each grid point's limits as tightened
+    for _ in range(TIGHTENING_ROUNDS):
+        x, u = _parametrize(model, path, s, dynamics, *(scale[kind] * limits[kind] for kind in limits), friction)
+        grid_times = _grid_times(path, s, x)
+        t, along, sd, sdd = _write_out(path, s, x, u, grid_times, rate)
+        Q, QD, QDD = _joint_states(path.model_values, along, sd, sdd)
+        tau = _torques(model, Q, QD, QDD, friction, friction_velocity)
+        ratios = {kind: np.abs(value) / limits[kind] for kind, value in zip(limits, (tau, QD, QDD))}
+        samples = [(t, ratios)]
+        between = _between_switches(t, grid_times + 0.5 / rate, u, 1.0 / rate, Q, QD, QDD) if between_points else None
+        if between is not None:
+            times, states = between
+            values = (_torques(model, *states, friction, friction_velocity), *states[1:])
+            samples.append((times, {kind: np.abs(value) / limits[kind] for kind, value in zip(limits, values)}))
+        worst = {kind: max(ratio[kind].max() for _, ratio in samples) for kind in limits}
+        if max(worst.values()) <= 1.0:
+            break
+        for times, ratio in samples:
+            for kind in limits:
+                scale[kind] *= _tightening(ratio[kind], times, grid_times + 0.5 / rate, 1.0 / rate)
+    else:
+        excess = max(worst.values()) - 1
+        raise TrajectoryError(f"{trajectory.source or 'the path'}: after {TIGHTENING_ROUNDS} tightenings the timing "
+                              f"still exceeds a limit between grid points (by {100 * excess:.3g} %): give more grid points")
+    _, columns, indices = path.placement
+    q, qd, qdd = _joint_states(path.joint_values, along, sd, sdd)  # (mimic joints named: their own path column)
+    effort = np.zeros_like(q)
+    effort[:, columns] = tau[:, indices]
+    if columns.size < q.shape[1]:
+        notes.append("mimic joints named in the trajectory: their efforts are left 0 (their masters carry them)")
+    retimed = Trajectory(trajectory.joint_names, t, q, qd, qdd, effort, source=f"{trajectory.source} (retimed)".strip(),
+                         notes=notes)
+    return RetimeResult(retimed, float(trajectory.t[-1] - trajectory.t[0]), float(t[-1] - t[0]),
+                        _binding(model, path, along, ratios), int(gridpoints),
+                        float(effort_margin * scale["effort"].min()))
+
+
+def feedforward(model, trajectory, friction=False, friction_velocity=DEFAULT_FRICTION_VELOCITY):
+    """``trajectory`` with ``effort`` filled: the inverse-dynamics torque at each waypoint, in the state
+    joint_trajectory_controller has there (the given velocities and accelerations, else those of its
+    interpolation), with friction if asked; the same times, nothing retimed. One batched call."""
+    notes = list(trajectory.notes)
+    placement = _placement(model, trajectory, notes)
+    rest, columns, indices = placement
+    with np.errstate(all="ignore"):
+        q, qd, qdd = interpolate(trajectory, trajectory.t)
+    states = [np.tile(rest, (trajectory.t.size, 1)), np.zeros((trajectory.t.size, model.nv)),
+              np.zeros((trajectory.t.size, model.nv))]
+    for state, value in zip(states, (q, qd, qdd)):
+        state[:, indices] = value[:, columns]
+    tau = _torques(model, *states, friction, friction_velocity)
+    if not np.isfinite(tau).all():
+        raise TrajectoryError(f"{trajectory.source or 'the trajectory'}: its torques are not finite (waypoints beyond "
+                              "what can be computed)")
+    effort = np.zeros_like(trajectory.q)
+    effort[:, columns] = tau[:, indices]
+    return dataclasses.replace(trajectory, effort=effort, notes=notes)
