@@ -126,6 +126,11 @@ RUN_ELSEWHERE = {
     "robot-dynamics sim --params hold.yaml &": "test/test_trajectory_filter_node.py::test_docs_commands_run",
     "trajectory_filter --urdf arm7_gripper --ros-args -r trajectory_out:=joint_trajectory -p effort_margin:=0.8":
         "test/test_trajectory_filter_node.py::test_docs_commands_run",
+    # retime: the page's plan.csv is check-trajectory's; the benchmark's table is checked on a short run
+    "robot-dynamics retime arm7_gripper plan.csv --payload arm7_hand 5.0 --output retimed.yaml --plot retimed.png":
+        "test/test_retime_cli.py::test_docs_example",
+    "robot-dynamics bench retime": "test/test_retime_cli.py::test_bench_retime_prints_its_table",
+    "robot-dynamics bench retime --repeat 40": "test/test_retime_cli.py::test_bench_retime_prints_its_table",
     ".venv/bin/python -m robot_dynamics.identification.benchmark":
         "test/test_identification_docs.py::test_benchmark_prints_its_tables",
 }

@@ -165,3 +165,19 @@ def test_docs_example(tmp_path, capsys):
     printed = re.search(r"duration: 2\.000 s given, ([\d.]+) s retimed", out).group(1)
     assert f"{printed} s" in page and math.isclose(float(printed), read_trajectory(tmp_path / "retimed.yaml").t[-1],
                                                     abs_tol=1e-3)
+
+
+def test_bench_retime_prints_its_table(capsys):
+    """The benchmark's rows, one run each: ours and toppra + Pinocchio find durations within 1 % at 1000 grid
+    points, and ours is within the limits as Pinocchio judges it."""
+    pytest.importorskip("toppra")
+    pytest.importorskip("pinocchio")
+    from robot_dynamics.cli import bench
+
+    assert bench.run_benchmarks(["retime"], ["--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    rows = {(m.group(1).strip(), int(m.group(2))): (float(m.group(4)), float(m.group(5)))
+            for m in re.finditer(r"^(\S.*?)\s+(100|1000)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$", out, re.M)}
+    ours, theirs = rows["ours, retime (1 kHz out)", 1000], rows["toppra + Pinocchio", 1000]
+    assert ours[0] == pytest.approx(theirs[0], rel=0.01) and ours[1] <= 1.0
+    assert rows["ours, solve", 100][1] <= 1.0
