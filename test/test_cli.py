@@ -235,7 +235,7 @@ def test_bench_runs_each_benchmark_main_with_the_given_arguments(capsys, monkeyp
     monkeypatch.setattr(bench, "load_benchmark", fake_loader)
     assert cli.main(["bench", "--duration", "1", "--quick"]) == 0
     assert calls == [(name, ["--duration", "1", "--quick"]) for name in ("core", "node", "simulator", "scaling", "contact", "contact_count",
-                                                                           "ft_sensor", "retime")]
+                                                                           "ft_sensor", "retime", "trajectory_filter")]
     calls.clear()
     assert cli.main(["bench", "node"]) == 0
     assert calls == [("node", [])]

@@ -1,17 +1,17 @@
-"""``robot-dynamics bench [core|node|simulator|scaling|contact|contact_count|ft_sensor|retime] [OPTIONS]``: the benchmarks, each a module of
+"""``robot-dynamics bench [core|node|simulator|scaling|contact|contact_count|ft_sensor|retime|trajectory_filter] [OPTIONS]``: the benchmarks, each a module of
 :mod:`robot_dynamics.tools.benchmarks` with ``main(argv)``; the options after the names go to each."""
 
 import importlib
 
 from .arguments import CLIError
 
-BENCHMARKS = ("core", "node", "simulator", "scaling", "contact", "contact_count", "ft_sensor", "retime")
+BENCHMARKS = ("core", "node", "simulator", "scaling", "contact", "contact_count", "ft_sensor", "retime", "trajectory_filter")
 
 
 def register(commands):
-    bench = commands.add_parser("bench", help="run the benchmarks (core, node, simulator, scaling, contact, contact_count, ft_sensor, retime)")
+    bench = commands.add_parser("bench", help="run the benchmarks (core, node, simulator, scaling, contact, contact_count, ft_sensor, retime, trajectory_filter)")
     bench.add_argument("which", nargs="*", metavar="WHICH",
-                       help="core, node, simulator, scaling, contact, contact_count, ft_sensor, retime or all (default all); any further options "
+                       help="core, node, simulator, scaling, contact, contact_count, ft_sensor, retime, trajectory_filter or all (default all); any further options "
                             "(e.g. --duration 10) go to each benchmark; robot-dynamics bench WHICH --help lists them")
     bench.set_defaults(run=run)
 
