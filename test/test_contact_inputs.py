@@ -205,7 +205,7 @@ def test_an_estimate_beyond_the_rule_is_neither_published_nor_detected(fed, mode
     count = len(node.torques)
     observer = node.node._contact._observer
     for absurd in (np.array([0.0, 1e300]), np.array([np.nan, 0.0])):
-        observer.update = lambda t, q, qd, tau, r=absurd: r.copy()
+        observer.update = lambda t, q, qd, tau, data=None, r=absurd: r.copy()
         held(node, model, 0.05)
     assert len(node.torques) == count and True not in node.flags and not node.node._contact.latched
     assert node.said("not publishing external torques: not plausible: torques above 1000 times")
