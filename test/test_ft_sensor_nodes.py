@@ -284,6 +284,19 @@ def hand_state(loop):
     return np.array([values[n] for n in loop["model"].joint_names])
 
 
+def settled(loop, timeout=20.0):
+    """Wait until the arm is at rest: over the last 0.2 s of joint states it moved less than 1e-4 rad."""
+    deadline = time.monotonic() + timeout
+    while True:
+        since = time.monotonic() - 0.2
+        q = np.array([[dict(zip(m.name, m.position))[n] for n in loop["model"].joint_names]
+                      for t, m in zip(loop["states"].times, loop["states"].messages) if t >= since])
+        if len(q) > 10 and np.ptp(q, axis=0).max() < 1e-4:
+            return
+        assert time.monotonic() < deadline, "the arm did not come to rest"
+        time.sleep(0.1)
+
+
 def recent(loop, seconds):
     since = time.monotonic() - seconds
     return [m for t, m in zip(loop["compensated"].times, loop["compensated"].messages) if t >= since]
@@ -312,6 +325,7 @@ def test_over_ros_tare_then_free_motion_then_a_15_N_push(loop):
 
     loop["motion"]["start"] = None  # back to POSE, held
     time.sleep(2.0)
+    settled(loop)  # (the push's world direction is taken from the hand at rest)
     hand = lambda: rd.frame_pose(loop["model"], hand_state(loop), FRAME)[:3, :3]  # noqa: E731
     pushed_along = hand() @ PUSH  # (world axes: the simulator holds the push there while the arm gives way)
     push(loop, PUSH)
