@@ -49,6 +49,7 @@ class Fed:
         """What ``publisher`` publishes, converted, in a list (also ``out[its topic]``)."""
         into = self.out.setdefault(publisher.topic_name.rsplit("/", 1)[-1], [])
         publisher.publish = lambda msg: into.append(convert(msg))
+        publisher.get_subscription_count = lambda: 1  # (listened to: recorded)
         return into
 
     def state(self, q=Q, qd=QD, effort=(), names=NAMES, stamp=None, step=0.005):

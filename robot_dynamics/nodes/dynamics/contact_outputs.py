@@ -142,8 +142,11 @@ class ContactOutputs:
             return
         torques_pub, wrench_pub, _ = self._publishers
         r_out = r if plan.full else r[plan.out]
-        torques_pub.publish(self._torques.serialize(sec, nanosec, r_out))
-        wrench_pub.publish(self._wrench.serialize(sec, nanosec, self._observer.wrench_in(self.contact.wrench_frame)))
+        # (each only when listened to: a publication costs the middleware more than the estimate itself)
+        if torques_pub.get_subscription_count() > 0:
+            torques_pub.publish(self._torques.serialize(sec, nanosec, r_out))
+        if wrench_pub.get_subscription_count() > 0:
+            wrench_pub.publish(self._wrench.serialize(sec, nanosec, self._observer.wrench_in(self.contact.wrench_frame)))
         self._n_published += 1
         if self._detector is not None:
             self._detect(plan, t, r_out, now)

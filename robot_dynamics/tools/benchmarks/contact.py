@@ -55,6 +55,8 @@ def _nodes(urdf):
         executor.spin_once(timeout_sec=0.05)
     if without._plan is None or with_observer._plan is None:
         raise RuntimeError("the dynamics nodes did not load the model")
+    for publisher in with_observer._contact._publishers[:2]:  # external_torques, external_wrench_estimate
+        publisher.get_subscription_count = lambda: 1  # (as if listened to: published, as a user's would be)
     return without, with_observer, executor
 
 
