@@ -27,6 +27,7 @@ import numpy as np
 
 import robot_dynamics as rd
 from robot_dynamics.control.observer import MomentumObserver
+from robot_dynamics.tools.benchmarks.node_pair import alternating_rounds, close_pair, dynamics_node_pair
 from robot_dynamics.tools.benchmarks.robots import panda7_urdf
 
 Q = np.array([0.1, -0.4, 0.2, -2.0, 0.3, 1.8, 0.6])
@@ -34,30 +35,6 @@ GOAL_US = 15.0
 ANCHOR_IDLE_US = 1.74
 """Pinocchio's ``computeCoriolisMatrix`` of Panda-7 on the idle reference machine (docs/benchmarks.md, core
 table): a busy machine's figures are scaled by it."""
-
-
-def _nodes(urdf):
-    """(without, with): two dynamics nodes with their model installed."""
-    import rclpy
-    from rclpy.parameter import Parameter
-
-    from robot_dynamics.nodes.dynamics.node import DynamicsNode
-
-    common = [Parameter("robot_description", value=urdf), Parameter("command_source", value="gravity")]
-    without = DynamicsNode("bench_without", parameter_overrides=common)
-    with_observer = DynamicsNode("bench_with", parameter_overrides=common + [
-        Parameter("external_torque.enabled", value=True), Parameter("collision.thresholds", value=[5.0] * 7)])
-    executor = rclpy.executors.SingleThreadedExecutor()
-    for node in (without, with_observer):
-        executor.add_node(node)
-    deadline = time.monotonic() + 60.0
-    while (without._plan is None or with_observer._plan is None) and time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.05)
-    if without._plan is None or with_observer._plan is None:
-        raise RuntimeError("the dynamics nodes did not load the model")
-    for publisher in with_observer._contact._publishers[:2]:  # external_torques, external_wrench_estimate
-        publisher.get_subscription_count = lambda: 1  # (as if listened to: published, as a user's would be)
-    return without, with_observer, executor
 
 
 def _messages(model, count):
@@ -90,18 +67,14 @@ def measure(messages_per_round, rounds):
     pin_data = pin_model.createData()
     rclpy.init()
     try:
-        without, with_observer, executor = _nodes(urdf)
-        messages = _messages(model, messages_per_round)
-        _callback_us(without, messages[:200])
-        _callback_us(with_observer, messages[:200])
-        base, extra = [], []
-        for _ in range(rounds):
-            base.append(_callback_us(without, messages))
-            extra.append(_callback_us(with_observer, messages))
+        without, with_observer, executor = dynamics_node_pair(
+            urdf, {"external_torque.enabled": True, "collision.thresholds": [5.0] * 7}, "contact")
+        for publisher in with_observer._contact._publishers[:2]:  # external_torques, external_wrench_estimate
+            publisher.get_subscription_count = lambda: 1  # (as if listened to: published, as a user's would be)
+        base, extra = alternating_rounds(without, with_observer, _messages(model, messages_per_round), rounds,
+                                         _callback_us)
         published = with_observer._contact._n_published
-        executor.shutdown()
-        without.destroy_node()
-        with_observer.destroy_node()
+        close_pair(without, with_observer, executor)
     finally:
         rclpy.try_shutdown()
     observer = MomentumObserver(model, 50.0, frame="panda_hand_tcp")

@@ -27,32 +27,11 @@ import numpy as np
 import robot_dynamics as rd
 from robot_dynamics.description.robots import bundled_urdf
 from robot_dynamics.rigid_body.sensor import ForceTorqueSensor
+from robot_dynamics.tools.benchmarks.node_pair import alternating_rounds, close_pair, dynamics_node_pair
 
 Q = np.array([0.1, -0.4, 0.2, -2.0, 0.3, 1.8, 0.6, 0.02])
 FRAME = "arm7_hand"
 GOAL_US = 15.0
-
-
-def _nodes(urdf):
-    """(without, with): two dynamics nodes with their model installed."""
-    import rclpy
-    from rclpy.parameter import Parameter
-
-    from robot_dynamics.nodes.dynamics.node import DynamicsNode
-
-    common = [Parameter("robot_description", value=urdf), Parameter("command_source", value="gravity")]
-    without = DynamicsNode("bench_ft_without", parameter_overrides=common)
-    with_sensor = DynamicsNode("bench_ft_with", parameter_overrides=common + [
-        Parameter("ft_sensor.frame", value=FRAME), Parameter("ft_sensor.range", value=[500.0, 50.0])])
-    executor = rclpy.executors.SingleThreadedExecutor()
-    for node in (without, with_sensor):
-        executor.add_node(node)
-    deadline = time.monotonic() + 60.0
-    while (without._plan is None or with_sensor._plan is None) and time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.05)
-    if without._plan is None or with_sensor._plan is None:
-        raise RuntimeError("the dynamics nodes did not load the model")
-    return without, with_sensor, executor
 
 
 def _messages(model, count):
@@ -102,18 +81,12 @@ def measure(messages_per_round, rounds):
     pin_data = pin_model.createData()
     rclpy.init()
     try:
-        without, with_sensor, executor = _nodes(urdf)
-        messages = _messages(model, messages_per_round)
-        _callback_us(without, messages[:200])
-        _callback_us(with_sensor, messages[:200])
-        base, extra = [], []
-        for _ in range(rounds):
-            base.append(_callback_us(without, messages))
-            extra.append(_callback_us(with_sensor, messages))
+        without, with_sensor, executor = dynamics_node_pair(
+            urdf, {"ft_sensor.frame": FRAME, "ft_sensor.range": [500.0, 50.0]}, "ft")
+        base, extra = alternating_rounds(without, with_sensor, _messages(model, messages_per_round), rounds,
+                                         _callback_us)
         published = with_sensor._ft_sensor._n_published
-        executor.shutdown()
-        without.destroy_node()
-        with_sensor.destroy_node()
+        close_pair(without, with_sensor, executor)
     finally:
         rclpy.try_shutdown()
     sensor = ForceTorqueSensor(model, FRAME)
