@@ -134,7 +134,10 @@ def test_the_wrench_frame_parameter_expresses_the_estimate_in_the_root_as_do_tra
         time.sleep(0.2)
         estimate = loop["wrenches"].wait_for(lambda m: m.header.frame_id == "panda_link0", timeout=5.0,
                                              since=time.monotonic(), what="an estimate in panda_link0")
-        q = by_name(loop["states"].messages[-1], model.joint_names)
+        stamp = (estimate.header.stamp.sec, estimate.header.stamp.nanosec)
+        state = next(m for m in reversed(loop["states"].messages[-2000:])
+                     if (m.header.stamp.sec, m.header.stamp.nanosec) == stamp)  # the state it was computed from
+        q = by_name(state, model.joint_names)
         T = rd.frame_pose(model, q, LINK)
         R, p = T[:3, :3], T[:3, 3]
         expected = np.concatenate((R @ MOMENT + np.cross(p, R @ FORCE), R @ FORCE))
