@@ -54,9 +54,11 @@ def _gravity(topology, bodies, gravity, q):
     count, n = q.shape
     scratch = workspace(topology.shape[0])
     tau = np.empty((count, n))
+    still = np.empty((0, 0))  # (not the constant NO_STATE, which numba freezes read-only: the writable type
+    #                            compiles the one newton_euler that inverse dynamics and the F/T sensor use)
     for k in range(count):
-        check_motion(q, NO_STATE, NO_STATE, k)
-        newton_euler(topology, bodies, gravity, q, NO_STATE, NO_STATE, k, scratch, tau[k])
+        check_motion(q, still, still, k)
+        newton_euler(topology, bodies, gravity, q, still, still, k, scratch, tau[k])
     return tau
 
 
