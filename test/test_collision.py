@@ -1,4 +1,4 @@
-"""Collision detection (nodes/contact_plan.py, no ROS) on the observer, against simulator truth.
+"""Collision detection (nodes/external_torque_plan.py, no ROS) on the observer, against simulator truth.
 
 The loop is the dynamics node's at 1 kHz: computed torque holds or moves Panda-7, the simulator reports
 the applied effort with each state, the observer and the detector take it; with the exact model and exact
@@ -14,7 +14,7 @@ import pytest
 import robot_dynamics as rd
 from robot_dynamics.control import laws as control
 from robot_dynamics.control.collision import CollisionDetector
-from robot_dynamics.nodes.dynamics.contact_plan import EffortTracker, Rejected, coerce_contact, compile_contact
+from robot_dynamics.nodes.dynamics.external_torque_plan import EffortTracker, Rejected, coerce_external_torque, compile_external_torque
 from robot_dynamics.nodes.dynamics.plan import Settings, make_plan as compile_plan
 from robot_dynamics.control.observer import MomentumObserver
 from robot_dynamics.simulation.simulator import Simulator
@@ -139,11 +139,11 @@ def test_detector_hysteresis_and_minimum_duration():
 
 def test_parameters_are_checked_by_name(panda):
     with pytest.raises(ValueError, match="collision.thresholds must be > 0"):
-        coerce_contact("collision_thresholds", [1.0, -1.0])
+        coerce_external_torque("collision_thresholds", [1.0, -1.0])
     with pytest.raises(ValueError, match="external_torque.effort_sign must be"):
-        coerce_contact("external_torque_effort_sign", [0.5])
+        coerce_external_torque("external_torque_effort_sign", [0.5])
     with pytest.raises(ValueError, match="collision.reaction must be one of none, gravity"):
-        coerce_contact("collision_reaction", "retract")
+        coerce_external_torque("collision_reaction", "retract")
     with pytest.raises(ValueError, match="collision.thresholds has 2 values"):
         compile_plan(panda, Settings(external_torque_enabled=True, collision_thresholds=(1.0, 1.0)))
     with pytest.raises(ValueError, match="needs external_torque.enabled"):
@@ -152,9 +152,9 @@ def test_parameters_are_checked_by_name(panda):
         compile_plan(panda, Settings(external_torque_enabled=True, external_torque_frame="nowhere"))
     plan = compile_plan(panda, Settings(external_torque_enabled=True, joints=tuple(reversed(panda.joint_names)),
                                         external_torque_effort_sign=(1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.0)))
-    assert plan.contact.frame == "panda_hand_tcp"
-    assert plan.contact.sign.tolist() == [-1.0, 1, 1, 1, 1, 1, 1]  # the last output joint is panda_joint1
-    assert compile_contact(panda, np.arange(7), Settings()) is None
+    assert plan.external_torque.frame == "panda_hand_tcp"
+    assert plan.external_torque.sign.tolist() == [-1.0, 1, 1, 1, 1, 1, 1]  # the last output joint is panda_joint1
+    assert compile_external_torque(panda, np.arange(7), Settings()) is None
 
 
 def test_efforts_merge_by_name_and_non_finite_ones_are_refused():

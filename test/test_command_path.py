@@ -136,7 +136,7 @@ def test_position_only_joint_states_hold_gravity(fed, model):
 def test_a_latched_reaction_holds_gravity_when_the_desired_input_stops(fed, model):
     """(a) the gravity reaction latched, then desired_state stops: g(q) until ~/reset_collision."""
     node = fed(command_source="computed", desired_timeout=0.05)
-    node.node._contact._latched = True  # (what a collision with reaction gravity leaves; test_contact_nodes makes one)
+    node.node._external_torque._latched = True  # (what a collision with reaction gravity leaves; test_contact_nodes makes one)
     node.desired(positions=Q)
     np.testing.assert_allclose(node.state(), gravity(model), atol=1e-12)
     time.sleep(0.1)

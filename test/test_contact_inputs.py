@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.nodes.dynamics.contact_plan import EffortTracker, StampClocks
+from robot_dynamics.nodes.dynamics.external_torque_plan import EffortTracker, StampClocks
 from robot_dynamics.nodes.common.parameters import Rejected
 from robot_dynamics.nodes.common.safety import Plausibility
 from robot_dynamics.tools.benchmarks.robots import panda7_urdf
@@ -79,10 +79,10 @@ def fed():
     def make(**params):
         made.append(Fed({"external_torque.enabled": True, **params}))
         node = made[-1]
-        node.torques = node.record(node.node._contact._publishers[0],  # (published serialized)
+        node.torques = node.record(node.node._external_torque._publishers[0],  # (published serialized)
                                    lambda m: np.array(deserialize_message(m, JointState).effort))
-        node.flags = node.record(node.node._contact._publishers[2], lambda m: m.data)
-        node.record(node.node._contact._publishers[1])
+        node.flags = node.record(node.node._external_torque._publishers[2], lambda m: m.data)
+        node.record(node.node._external_torque._publishers[1])
         return node
 
     yield make
@@ -105,7 +105,7 @@ def test_a_one_sample_effort_glitch_is_refused_and_changes_nothing(fed, model, g
     node = fed(command_source="gravity", **{"collision.thresholds": [5.0, 5.0], "collision.reaction": "gravity"})
     held(node, model, 0.5, bad=(50, [0.0, glitch]))
     assert node.torques and np.abs(node.torques).max() < 1e-6
-    assert True not in node.flags and not node.node._contact.latched
+    assert True not in node.flags and not node.node._external_torque.latched
     assert node.said(f"efforts above 1000 times the joint's torque scale: elbow={glitch:.4g}")
 
 
@@ -163,12 +163,12 @@ def latched(fed, model):
     node = fed(command_source="computed", **{"collision.thresholds": [5.0, 5.0], "collision.reaction": "gravity"})
     node.desired(positions=Q + 0.1)  # (the law's torque is not g(Q))
     held(node, model, 0.3, push=(0.0, 20.0))
-    assert node.flags[-1] is True and node.node._contact.latched
+    assert node.flags[-1] is True and node.node._external_torque.latched
     return node
 
 
 def contact_text(node):
-    status = node.status("contact")
+    status = node.status("external_torque")
     return status.message if status is not None else None
 
 
@@ -187,9 +187,9 @@ def test_a_latched_hold_stays_visible_whatever_is_switched_off(fed, model):
     held(node, model, 0.05)
     text = contact_text(node)
     assert text is not None and "collision on {'elbow'" in text and "until ~/reset_collision" in text
-    assert node.status("contact").level == b"\x01"
+    assert node.status("external_torque").level == b"\x01"
     np.testing.assert_allclose(node.commands[-1], rd.gravity_torques(model, Q), atol=1e-12)
-    answer = node.node._contact._on_reset(Trigger.Request(), Trigger.Response())
+    answer = node.node._external_torque._on_reset(Trigger.Request(), Trigger.Response())
     assert answer.success and "released" in answer.message
     assert contact_text(node) is None  # off, and nothing holds
     node.desired(positions=Q + 0.1)
@@ -203,9 +203,9 @@ def test_an_estimate_beyond_the_rule_is_neither_published_nor_detected(fed, mode
     node = fed(command_source="gravity", **{"collision.thresholds": [5.0, 5.0], "collision.reaction": "gravity"})
     held(node, model, 0.1)
     count = len(node.torques)
-    observer = node.node._contact._observer
+    observer = node.node._external_torque._observer
     for absurd in (np.array([0.0, 1e300]), np.array([np.nan, 0.0])):
         observer.update = lambda t, q, qd, tau, data=None, r=absurd: r.copy()
         held(node, model, 0.05)
-    assert len(node.torques) == count and True not in node.flags and not node.node._contact.latched
+    assert len(node.torques) == count and True not in node.flags and not node.node._external_torque.latched
     assert node.said("not publishing external torques: not plausible: torques above 1000 times")

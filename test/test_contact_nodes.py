@@ -288,7 +288,7 @@ def test_bad_efforts_publish_nothing_and_say_why(fed, model):
     assert len(fed["torques"].messages) - count < 0.15 / 0.002  # at most the messages within state_timeout
 
     def contact_status(array):
-        return any(s.name.endswith(": contact") and "effort" in s.message for s in array.status)
+        return any(s.name.endswith(": external_torque") and "effort" in s.message for s in array.status)
     fed["diagnostics"].wait_for(contact_status, timeout=5.0, what="a contact diagnostics status about efforts")
 
 

@@ -177,16 +177,16 @@ def test_a_point_force_is_estimated_back_where_the_full_wrench_is_not_determined
 
 
 def test_the_node_plan_takes_wrench_passive_and_a_gain_safe_for_encoders():
-    from robot_dynamics.nodes.dynamics.contact_plan import coerce_contact
+    from robot_dynamics.nodes.dynamics.external_torque_plan import coerce_external_torque
     from robot_dynamics.nodes.dynamics.plan import Settings, make_plan
 
     arm = rd.load_urdf("arm7_gripper")
     plan = make_plan(arm, Settings(external_torque_enabled=True, external_torque_wrench="force",
                                    external_torque_passive=("arm7_joint2",)))
-    assert plan.contact.sign.tolist() == [1, 0, 1, 1, 1, 1, 1, 1]  # tau_m = 0 on the passive joint
-    assert plan.contact.observer(arm).point_force
+    assert plan.external_torque.sign.tolist() == [1, 0, 1, 1, 1, 1, 1, 1]  # tau_m = 0 on the passive joint
+    assert plan.external_torque.observer(arm).point_force
     assert Settings().external_torque_gain <= 10.0
     with pytest.raises(ValueError, match="external_torque.passive: 'nope' is not a joint"):
         make_plan(arm, Settings(external_torque_enabled=True, external_torque_passive=("nope",)))
     with pytest.raises(ValueError, match="external_torque.wrench must be one of full, force"):
-        coerce_contact("external_torque_wrench", "moment")
+        coerce_external_torque("external_torque_wrench", "moment")

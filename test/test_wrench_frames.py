@@ -120,8 +120,8 @@ def test_a_frame_no_joint_moves_is_refused_by_the_observer_and_the_node_plan(pan
         make_plan(panda, Settings(external_torque_enabled=True, external_torque_wrench_frame="world"))
     plan = make_plan(panda, Settings(external_torque_enabled=True, external_torque_frame=LINK,
                                      external_torque_wrench_frame="panda_link0"))
-    assert (plan.contact.frame, plan.contact.wrench_frame) == (LINK, "panda_link0")
-    assert make_plan(panda, Settings(external_torque_enabled=True, external_torque_frame=LINK)).contact.wrench_frame == LINK
+    assert (plan.external_torque.frame, plan.external_torque.wrench_frame) == (LINK, "panda_link0")
+    assert make_plan(panda, Settings(external_torque_enabled=True, external_torque_frame=LINK)).external_torque.wrench_frame == LINK
 
 
 def test_the_simulators_external_wrench_is_read_in_its_links_axes(panda, oracle):

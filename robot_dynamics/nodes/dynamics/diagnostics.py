@@ -2,7 +2,7 @@
 
 ``model`` (the robot, joints, gravity and payload), ``inputs`` (joint_states rate, rejected messages,
 missing or stale inputs), ``outputs`` (rates, compute time, what effort_command carries), and the
-task-space and contact statuses when those are on.
+task-space, external-torque, F/T sensor and payload statuses when those are on.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def dynamics_statuses(node, now: int) -> list:
                 _outputs(node, plan, stats, recent, now, period)]
     if plan is not None and plan.task is not None:
         statuses.append(node._task.status(plan, recent))
-    for status in (node._contact.status(now, period), node._ft_sensor.status(now, period), node._payload.status()):
+    for status in (node._external_torque.status(now, period), node._ft_sensor.status(now, period), node._payload.status()):
         if status is not None:
             statuses.append(status)
     return statuses

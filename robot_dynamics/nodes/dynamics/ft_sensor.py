@@ -18,7 +18,7 @@ from std_srvs.srv import Trigger
 from ..common.cdr import ENCAPSULATION
 from ..common.contact_messages import WrenchWriter
 from ..common.safety import cut
-from .contact_plan import stamp_seconds
+from .external_torque_plan import stamp_seconds
 from ..common.base import NO_SUBSCRIPTION_EVENT_HANDLERS
 from ..common.parameters import Rejected
 from ...rigid_body.sensor import BAD_READING, COMPENSATED, IMPLAUSIBLE, NO_STATE, STALE_STATE

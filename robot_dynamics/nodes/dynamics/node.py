@@ -48,7 +48,7 @@ from robot_dynamics.rigid_body.friction import friction_torques
 from ..common.base import COMMAND_INPUT_QOS, JOINT_STATES_QOS, RobotNode
 from ..common.cdr import JointStateWriter
 from .command_path import HOLD, CommandPath
-from .contact_outputs import ContactOutputs
+from .external_torque_outputs import ExternalTorqueOutputs
 from .diagnostics import Counters, dynamics_statuses
 from .payload import PayloadEstimation
 from .ft_sensor import FtSensorOutputs
@@ -92,7 +92,7 @@ class DynamicsNode(RobotNode):
         self.subscription(Float64MultiArray, "desired_accelerations", self._on_desired_accelerations, COMMAND_INPUT_QOS)
         self.subscription(JointTrajectory, "desired_state", self._on_desired_state, COMMAND_INPUT_QOS)
         self._task = TaskSpaceCommand(self, COMMAND_INPUT_QOS)
-        self._contact = ContactOutputs(self)  # external torques, collision (docs/contact.md)
+        self._external_torque = ExternalTorqueOutputs(self)  # external torques, collision (docs/contact.md)
         self._payload = PayloadEstimation(self)  # ~/estimate_payload, payload_estimate (docs/payload.md)
         self._ft_sensor = FtSensorOutputs(self, COMMAND_INPUT_QOS)  # docs/ft_sensor.md
         self.start_description()
@@ -121,7 +121,7 @@ class DynamicsNode(RobotNode):
         self._desired_state = DesiredStateReader(plan)
         self._msgs = _OutputMessages(plan.names)
         self._task.install(plan)
-        self._contact.install(plan)
+        self._external_torque.install(plan)
         self._payload.install(plan)
         self._ft_sensor.install(plan)
 
@@ -139,7 +139,7 @@ class DynamicsNode(RobotNode):
             return
         if mimic_warning:
             self.problem("mimic", mimic_warning, now, DiagnosticStatus.WARN)
-        self._contact.take_efforts(msg.name, msg.effort, msg.header.stamp, now)
+        self._external_torque.take_efforts(msg.name, msg.effort, msg.header.stamp, now)
         self._payload.take(msg, state, fresh, now)
         if not fresh:
             return  # nothing of this robot in the message (e.g. another robot's joints): no output
@@ -221,11 +221,11 @@ class DynamicsNode(RobotNode):
         if task:  # the task-space law reads M, h, the world poses and the bodies' Jdot qd from the same pass
             outputs |= GRAVITY | ((BIAS | MASS | WORLD) if vel_ok else 0)
         if vel_ok:  # and the observer p, C^T qd - g and the world poses
-            outputs |= self._contact.terms
+            outputs |= self._external_torque.terms
         data = plan.data
         if outputs:
             compute_terms(data, q, qd if outputs & BIAS else None, outputs)
-        self._contact.observe(plan, state, stamp, now, data)  # before the command: a collision changes it
+        self._external_torque.observe(plan, state, stamp, now, data)  # before the command: a collision changes it
 
         # Each output checked and published on its own (one that is not finite never stops another),
         # the control output first (what a 1 kHz loop waits for); message objects reused (publish copies).
@@ -239,7 +239,7 @@ class DynamicsNode(RobotNode):
         elif command == "computed":
             refusals = (("velocity", no_velocity), ("desired", no_desired))
         if command_out != "none":
-            latched = "collision reaction gravity latched (until ~/reset_collision)" if self._contact.latched else ""
+            latched = "collision reaction gravity latched (until ~/reset_collision)" if self._external_torque.latched else ""
             self._publish_command(plan, command_out, law, data.g, (("collision", latched),) + refusals, now)
         msgs = self._msgs
         if gravity_heard and self._publishable("gravity_torques", data.g, now):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..common.parameters import Parameter, Rejected, bounded_float
-from .contact_plan import EffortTracker, stamp_seconds
+from .external_torque_plan import EffortTracker, stamp_seconds
 
 __all__ = ["PAYLOAD_ESTIMATION_PARAMETERS", "PAYLOAD_ESTIMATION_TOPICS",
            "PayloadEstimation", "coerce_payload_estimation", "compile_payload_estimation"]
@@ -169,7 +169,7 @@ class PayloadEstimation:
             from geometry_msgs.msg import InertiaStamped
             from std_srvs.srv import Trigger
 
-            from .contact_outputs import LATCHED_QOS
+            from .external_torque_outputs import LATCHED_QOS
 
             self._publisher = self.node.publisher(InertiaStamped, "payload_estimate", LATCHED_QOS)
             from rclpy.callback_groups import MutuallyExclusiveCallbackGroup

@@ -18,7 +18,7 @@ from ...rigid_body.model import RobotModel, given_limits
 from ..common.parameters import (
     LOCK, MOTOR_PARAMETERS, Parameter, duplicates, float_list, name_list, one_of, require_joints, with_armature,
 )
-from .contact_plan import CONTACT_PARAMETERS, CONTACT_TOPICS, coerce_contact, compile_contact
+from .external_torque_plan import EXTERNAL_TORQUE_PARAMETERS, EXTERNAL_TORQUE_TOPICS, coerce_external_torque, compile_external_torque
 from .payload import PAYLOAD_ESTIMATION_PARAMETERS, PAYLOAD_ESTIMATION_TOPICS, coerce_payload_estimation, compile_payload_estimation
 from .ft_sensor_plan import FT_FIELDS, FT_PARAMETERS, FT_TOPICS, coerce_ft, compile_ft
 from ..common.safety import Plausibility, check_gains, check_gravity, check_payload, check_outputs_finite, check_outputs_plausible
@@ -54,14 +54,14 @@ class Settings(TaskSpaceFields):
     max_position_error: float = 0.0
     motor_joint_names: tuple = ()
     armature: tuple = ()
-    external_torque_enabled: bool = False  # contact_plan.CONTACT_PARAMETERS, from here on
-    external_torque_gain: float = CONTACT_PARAMETERS[1].default
+    external_torque_enabled: bool = False  # external_torque_plan.EXTERNAL_TORQUE_PARAMETERS, from here on
+    external_torque_gain: float = EXTERNAL_TORQUE_PARAMETERS[1].default
     external_torque_frame: str = ""
     external_torque_friction: bool = False
     external_torque_effort_sign: tuple = (1.0,)
     collision_thresholds: tuple = ()
-    collision_release: float = CONTACT_PARAMETERS[6].default
-    collision_min_duration: float = CONTACT_PARAMETERS[7].default
+    collision_release: float = EXTERNAL_TORQUE_PARAMETERS[6].default
+    collision_min_duration: float = EXTERNAL_TORQUE_PARAMETERS[7].default
     collision_reaction: str = "none"
     external_torque_wrench_frame: str = ""
     external_torque_wrench: str = "full"
@@ -114,7 +114,7 @@ PARAMETERS = (LOCK,) + tuple(p if p.name in NOT_TORQUE_SHAPING else replace(p, s
               "limit.", "double", low=0.0, high=1.0e3),
     *MOTOR_PARAMETERS,
     *TASK_PARAMETERS,
-    *CONTACT_PARAMETERS,
+    *EXTERNAL_TORQUE_PARAMETERS,
     *PAYLOAD_ESTIMATION_PARAMETERS,
     *FT_PARAMETERS,
 ))
@@ -132,7 +132,7 @@ TOPICS = (
     ("effort_command", "std_msgs/Float64MultiArray", "out", "the command_source torques, or the gravity hold "
      "g(q) while anything on their way is refused"),
     *TASK_TOPICS,
-    *CONTACT_TOPICS,
+    *EXTERNAL_TORQUE_TOPICS,
     *PAYLOAD_ESTIMATION_TOPICS,
     *FT_TOPICS,
     ("/diagnostics", "diagnostic_msgs/DiagnosticArray", "out", "model, inputs, outputs, once a second"),
@@ -144,7 +144,7 @@ def coerce_setting(field: str, value):
     if field.startswith("task_"):
         return coerce_task_setting(field, value)
     if field.startswith(("external_torque_", "collision_")):
-        return coerce_contact(field, value)
+        return coerce_external_torque(field, value)
     if field.startswith("payload_estimation_"):
         return coerce_payload_estimation(field, value)
     if field.startswith("ft_sensor_"):
@@ -216,7 +216,7 @@ class Plan:
     effort_limit: np.ndarray  # per output joint, inf where the URDF gives none: effort_command's bounds
     data: Data  # the workspace of the model's one pass per message (robot_dynamics.rigid_body.data)
     task: object = None  # task_control.TaskSpaceSettings with command_source task_space
-    contact: object = None  # contact_plan.ContactPlan: external torques and collisions (None: off)
+    external_torque: object = None  # external_torque_plan.ExternalTorquePlan: external torques and collisions (None: off)
     payload_estimation: object = None  # payload.PayloadEstimationPlan (None: off)
     ft_sensor: object = None  # ft_sensor_plan.FtSensorPlan: the F/T sensor's compensation (None: off)
 
@@ -259,7 +259,7 @@ def make_plan(base: RobotModel, s: Settings) -> Plan:
         state_timeout_ns=int(s.state_timeout * 1e9), desired_timeout_ns=int(s.desired_timeout * 1e9),
         plausibility=plausibility, effort_limit=given_limits(model.effort_limits)[out], data=Data(model),
         task=compile_task(model, s, plausibility),
-        contact=compile_contact(model, out, s), ft_sensor=compile_ft(model, s),
+        external_torque=compile_external_torque(model, out, s), ft_sensor=compile_ft(model, s),
         payload_estimation=compile_payload_estimation(unloaded, out, s),
     )
 

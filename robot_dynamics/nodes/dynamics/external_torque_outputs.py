@@ -1,7 +1,7 @@
-"""The dynamics node's contact outputs: external_torques, external_wrench_estimate, collision, ~/reset_collision.
+"""The dynamics node's external-torque outputs: external_torques, external_wrench_estimate, collision, ~/reset_collision.
 
-The logic is :mod:`~robot_dynamics.nodes.dynamics.contact_plan` (no rclpy); this module owns the publishers and
-the service, and :class:`ContactOutputs` is what the dynamics node calls: ``install`` with each plan,
+The logic is :mod:`~robot_dynamics.nodes.dynamics.external_torque_plan` (no rclpy); this module owns the publishers and
+the service, and :class:`ExternalTorqueOutputs` is what the dynamics node calls: ``install`` with each plan,
 ``take_efforts`` with each joint_states message, ``observe`` with each fresh state (before the command
 is published, so that a collision changes the same message's command), ``command`` on effort_command,
 ``status`` for /diagnostics.
@@ -20,23 +20,23 @@ from std_srvs.srv import Trigger
 from ..common.contact_messages import EffortWriter, WrenchWriter
 from ...control.collision import CollisionDetector
 from ...control.observer import OBSERVER_TERMS
-from .contact_plan import EffortTracker, StampClocks, stamp_seconds
+from .external_torque_plan import EffortTracker, StampClocks, stamp_seconds
 from ..common.parameters import Rejected
 from ..common.safety import cut
 
-__all__ = ["ContactOutputs"]
+__all__ = ["ExternalTorqueOutputs"]
 
 #: collision: a late subscriber gets the current flag
 LATCHED_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
-class ContactOutputs:
+class ExternalTorqueOutputs:
     """See the module docstring."""
 
     def __init__(self, node):
         self.node = node
-        self.contact = None  # the ContactPlan in use (None: off); the node's Plan is what methods take as plan
+        self.external_torque = None  # the ExternalTorquePlan in use (None: off); the node's Plan is what methods take as plan
         self._publishers = None
         self._observer = self._efforts = self._detector = None
         self._state = None
@@ -50,29 +50,29 @@ class ContactOutputs:
 
     # --- configuration -------------------------------------------------------------------------------
     def install(self, plan) -> None:
-        contact = plan.contact
-        self.contact, self._node_plan = contact, plan
-        if contact is None:
+        external_torque = plan.external_torque
+        self.external_torque, self._node_plan = external_torque, plan
+        if external_torque is None:
             self._observer = self._detector = None
             return
-        self._observer = contact.observer(plan.model)
+        self._observer = external_torque.observer(plan.model)
         if (self._efforts is None or self._efforts.index != {n: i for i, n in enumerate(plan.model.joint_names)}
                 or self._efforts.plausibility is not plan.plausibility):
             self._efforts = EffortTracker(plan.model.joint_names, plan.plausibility)
         self._clocks = StampClocks(plan.settings.state_timeout)
-        self._detector = (CollisionDetector(contact.thresholds, contact.settings.collision_release,
-                                            contact.settings.collision_min_duration)
-                          if len(contact.thresholds) else None)
-        if self._publishers is None:  # (offered from the first plan with contact on: fewer entities to wait on)
+        self._detector = (CollisionDetector(external_torque.thresholds, external_torque.settings.collision_release,
+                                            external_torque.settings.collision_min_duration)
+                          if len(external_torque.thresholds) else None)
+        if self._publishers is None:  # (offered from the first plan with external torques on: fewer entities to wait on)
             node = self.node
             node.create_service(Trigger, "~/reset_collision", self._on_reset)
             self._publishers = (node.publisher(JointState, "external_torques"),
                                 node.publisher(WrenchStamped, "external_wrench_estimate"),
                                 node.publisher(Bool, "collision", LATCHED_QOS))
-        self._unsigned = bool((contact.sign == 1.0).all())
+        self._unsigned = bool((external_torque.sign == 1.0).all())
         self._torques = EffortWriter(plan.names)
-        self._wrench = WrenchWriter(contact.wrench_frame)
-        s = contact.settings
+        self._wrench = WrenchWriter(external_torque.wrench_frame)
+        s = external_torque.settings
         if s.collision_reaction == "gravity" and s.command_source == "none":
             self.node.get_logger().warn("collision.reaction gravity: command_source is none, so there is no "
                                         "effort_command to switch to the gravity hold")
@@ -82,7 +82,7 @@ class ContactOutputs:
     # --- per message -----------------------------------------------------------------------------------
     def take_efforts(self, names, effort, stamp, now: int) -> None:
         """A joint_states message's efforts, and its stamp's clock (every message: the first too)."""
-        if self.contact is None:
+        if self.external_torque is None:
             return
         if len(self._efforts.map(names)[0]):  # (another robot's joint states: not our clocks)
             self._mixed = self._clocks.problem(names, stamp_seconds(stamp.sec, stamp.nanosec, now), now)
@@ -96,12 +96,12 @@ class ContactOutputs:
     @property
     def terms(self) -> int:
         """The outputs of the message's one pass the observer reads (0 when it is off)."""
-        return OBSERVER_TERMS if self.contact is not None else 0
+        return OBSERVER_TERMS if self.external_torque is not None else 0
 
     def observe(self, plan, state, stamp, now: int, data) -> None:
         """The observer's step on the state just merged, and the outputs; nothing without fresh inputs.
         ``data``: the plan's workspace, filled for this state with at least :attr:`terms`."""
-        if self.contact is None:
+        if self.external_torque is None:
             return
         self._state = state
         limit = now - plan.state_timeout_ns
@@ -128,7 +128,7 @@ class ContactOutputs:
                               f"states, more than state_timeout {plan.settings.state_timeout:g} s", now,
                               DiagnosticStatus.WARN)
             self._observer.reset()
-        effort = self._efforts.effort if self._unsigned else self.contact.sign * self._efforts.effort
+        effort = self._efforts.effort if self._unsigned else self.external_torque.sign * self._efforts.effort
         try:
             r = self._observer.update(t, state.q, state.qd, effort, data)
         except ValueError as exc:
@@ -146,7 +146,7 @@ class ContactOutputs:
         if torques_pub.get_subscription_count() > 0:
             torques_pub.publish(self._torques.serialize(sec, nanosec, r_out))
         if wrench_pub.get_subscription_count() > 0:
-            wrench_pub.publish(self._wrench.serialize(sec, nanosec, self._observer.wrench_in(self.contact.wrench_frame)))
+            wrench_pub.publish(self._wrench.serialize(sec, nanosec, self._observer.wrench_in(self.external_torque.wrench_frame)))
         self._n_published += 1
         if self._detector is not None:
             self._detect(plan, t, r_out, now)
@@ -169,7 +169,7 @@ class ContactOutputs:
         log = self.node.get_logger()
         if change:
             joints = {plan.names[i]: round(float(residual[i]), 3) for i in detector.joints}
-            reaction = self.contact.settings.collision_reaction
+            reaction = self.external_torque.settings.collision_reaction
             if reaction == "gravity" and not self._latched:
                 self._latched, self._latched_on = True, joints
             self.node.problem("collision", cut(f"collision: external torque beyond the threshold on {joints} "
@@ -204,15 +204,15 @@ class ContactOutputs:
         return response
 
     def status(self, now: int, period: float):
-        """The ``contact`` diagnostics status, or None when off (and no reaction holds)."""
-        if self.contact is None and not self._latched:
+        """The ``external_torque`` diagnostics status, or None when off (and no reaction holds)."""
+        if self.external_torque is None and not self._latched:
             return None
         recent = self.node.recent_problems(now)
         values, level, text = [], DiagnosticStatus.OK, "estimating external torques"
-        if self.contact is not None:
+        if self.external_torque is not None:
             values += [("external_torques rate (Hz)", f"{self._n_published / period:.1f}"),
-                       ("frame", self.contact.frame), ("wrench frame", self.contact.wrench_frame),
-                       ("gain (1/s)", f"{self.contact.settings.external_torque_gain:g}")]
+                       ("frame", self.external_torque.frame), ("wrench frame", self.external_torque.wrench_frame),
+                       ("gain (1/s)", f"{self.external_torque.settings.external_torque_gain:g}")]
         else:
             text = "external torques off"
         self._n_published = 0
@@ -227,10 +227,10 @@ class ContactOutputs:
                 text = f"collision on {self._latched_on} (|external torque| at detection)"
             level, text = DiagnosticStatus.WARN, text + "; effort_command holds gravity until ~/reset_collision"
         if detector is not None or self._latched:
-            reaction = self.contact.settings.collision_reaction if self.contact is not None else "off"
+            reaction = self.external_torque.settings.collision_reaction if self.external_torque is not None else "off"
             values.append(("reaction", reaction + (" (holding gravity until ~/reset_collision)" if self._latched else "")))
         for kind in ("external_torque", "effort"):
             if kind in recent:
                 lvl, txt, _ = recent[kind]
                 level, text = max(level, lvl), (f"{text}; {txt}" if self._latched else txt)
-        return ("contact", level, text, values)
+        return ("external_torque", level, text, values)

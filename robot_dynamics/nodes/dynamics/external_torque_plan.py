@@ -28,13 +28,13 @@ from ...control.collision import DEFAULT_MIN_DURATION, DEFAULT_RELEASE
 from ...control.observer import DEFAULT_GAIN, MomentumObserver, check_wrench_frame, tip_frame
 from ..common.parameters import Parameter, Rejected, bounded_float, float_list, name_list, one_of
 
-__all__ = ["CONTACT_FIELDS", "CONTACT_PARAMETERS", "CONTACT_TOPICS", "REACTIONS", "ContactPlan",
-           "EffortTracker", "StampClocks", "coerce_contact", "compile_contact"]
+__all__ = ["EXTERNAL_TORQUE_FIELDS", "EXTERNAL_TORQUE_PARAMETERS", "EXTERNAL_TORQUE_TOPICS", "REACTIONS", "ExternalTorquePlan",
+           "EffortTracker", "StampClocks", "coerce_external_torque", "compile_external_torque"]
 
 REACTIONS = ("none", "gravity")
 
 #: Settings field -> default (the node's Settings carries these fields)
-CONTACT_FIELDS = {
+EXTERNAL_TORQUE_FIELDS = {
     "external_torque_enabled": False, "external_torque_gain": DEFAULT_GAIN, "external_torque_frame": "",
     "external_torque_wrench_frame": "",
     "external_torque_friction": False, "external_torque_effort_sign": (1.0,),
@@ -42,7 +42,7 @@ CONTACT_FIELDS = {
     "collision_reaction": "none", "external_torque_wrench": "full", "external_torque_passive": (),
 }
 
-CONTACT_PARAMETERS = (
+EXTERNAL_TORQUE_PARAMETERS = (
     Parameter("external_torque.enabled", False, "Estimate the external joint torques (generalized-momentum "
               "observer) from joint_states' position, velocity and effort; publishes external_torques and "
               "external_wrench_estimate.", "bool", field="external_torque_enabled"),
@@ -74,7 +74,7 @@ CONTACT_PARAMETERS = (
               "torque is 0, whatever effort says.", field="external_torque_passive"),
 )
 
-CONTACT_TOPICS = (
+EXTERNAL_TORQUE_TOPICS = (
     ("external_torques", "sensor_msgs/JointState", "out", "with external_torque.enabled: effort = the "
      "estimated external joint torques (output order), stamp of the state used"),
     ("external_wrench_estimate", "geometry_msgs/WrenchStamped", "out", "the wrench the environment applies to "
@@ -84,8 +84,8 @@ CONTACT_TOPICS = (
 )
 
 
-def coerce_contact(field: str, value):
-    """A contact Settings field's value; ValueError names the parameter and the problem."""
+def coerce_external_torque(field: str, value):
+    """An external_torque.* or collision.* Settings field's value; ValueError names the parameter and the problem."""
     param = field.replace("external_torque_", "external_torque.").replace("collision_", "collision.")
     if field in ("external_torque_enabled", "external_torque_friction"):
         return bool(value)
@@ -117,7 +117,7 @@ def coerce_contact(field: str, value):
 
 
 @dataclass(frozen=True, eq=False)
-class ContactPlan:
+class ExternalTorquePlan:
     """The observer's and the detector's settings applied to one model and output order."""
 
     frame: str                 # link of the wrench estimate
@@ -132,8 +132,8 @@ class ContactPlan:
                                 friction_velocity=s.friction_velocity, wrench=s.external_torque_wrench)
 
 
-def compile_contact(model, out: np.ndarray, s) -> ContactPlan | None:
-    """The :class:`ContactPlan` of the settings (None when ``external_torque.enabled`` is false);
+def compile_external_torque(model, out: np.ndarray, s) -> ExternalTorquePlan | None:
+    """The :class:`ExternalTorquePlan` of the settings (None when ``external_torque.enabled`` is false);
     ValueError names the problem (an unknown frame, a count that does not match the output joints)."""
     n_out = len(out)
     if s.collision_thresholds and len(s.collision_thresholds) != n_out:
@@ -157,7 +157,7 @@ def compile_contact(model, out: np.ndarray, s) -> ContactPlan | None:
     if unknown:
         raise ValueError(f"external_torque.passive: {unknown[0]!r} is not a joint of robot {model.name!r}")
     sign[[model.joint_names.index(name) for name in s.external_torque_passive]] = 0.0  # tau_m = 0
-    return ContactPlan(frame=frame, wrench_frame=wrench_frame, sign=sign, thresholds=np.array(s.collision_thresholds, dtype=float),
+    return ExternalTorquePlan(frame=frame, wrench_frame=wrench_frame, sign=sign, thresholds=np.array(s.collision_thresholds, dtype=float),
                        settings=s)
 
 
