@@ -38,6 +38,7 @@ class ExternalTorqueOutputs:
         self.node = node
         self.external_torque = None  # the ExternalTorquePlan in use (None: off); the node's Plan is what methods take as plan
         self._publishers = None
+        self._estimate = None  # (sec, nanosec, r) of the last observe, until published
         self._observer = self._efforts = self._detector = None
         self._state = None
         self._latched = False  # the gravity-hold reaction holds until ~/reset_collision
@@ -99,8 +100,10 @@ class ExternalTorqueOutputs:
         return OBSERVER_TERMS if self.external_torque is not None else 0
 
     def observe(self, plan, state, stamp, now: int, data) -> None:
-        """The observer's step on the state just merged, and the outputs; nothing without fresh inputs.
+        """The observer's step on the state just merged and the collision detection, their outputs left to
+        :meth:`publish`; nothing without fresh inputs.
         ``data``: the plan's workspace, filled for this state with at least :attr:`terms`."""
+        self._estimate = None
         if self.external_torque is None:
             return
         self._state = state
@@ -140,16 +143,24 @@ class ExternalTorqueOutputs:
             self.node.problem("external_torque", cut(f"not publishing external torques: {implausible}"), now)
             self._observer.reset()
             return
-        torques_pub, wrench_pub, _ = self._publishers
         r_out = r if plan.full else r[plan.out]
+        self._estimate = (sec, nanosec, r_out)
+        if self._detector is not None:
+            self._detect(plan, t, r_out, now)
+
+    def publish(self) -> None:
+        """The estimate of the last :meth:`observe`, if it gave one: after the command, which a control loop
+        waits for (the detection, which changes the command, came before it)."""
+        if self._estimate is None:
+            return
+        (sec, nanosec, r_out), self._estimate = self._estimate, None
+        torques_pub, wrench_pub, _ = self._publishers
         # (each only when listened to: a publication costs the middleware more than the estimate itself)
         if torques_pub.get_subscription_count() > 0:
             torques_pub.publish(self._torques.serialize(sec, nanosec, r_out))
         if wrench_pub.get_subscription_count() > 0:
             wrench_pub.publish(self._wrench.serialize(sec, nanosec, self._observer.wrench_in(self.external_torque.wrench_frame)))
         self._n_published += 1
-        if self._detector is not None:
-            self._detect(plan, t, r_out, now)
 
     def _implausible(self, plan, r: np.ndarray) -> str:
         """Why the estimate is not believed (the rule of every output: the torques, and the wrench by the rule

@@ -225,7 +225,7 @@ class DynamicsNode(RobotNode):
         data = plan.data
         if outputs:
             compute_terms(data, q, qd if outputs & BIAS else None, outputs)
-        self._external_torque.observe(plan, state, stamp, now, data)  # before the command: a collision changes it
+        self._external_torque.observe(plan, state, stamp, now, data)  # before the command (a collision changes it)
 
         # Each output checked and published on its own (one that is not finite never stops another),
         # the control output first (what a 1 kHz loop waits for); message objects reused (publish copies).
@@ -241,6 +241,7 @@ class DynamicsNode(RobotNode):
         if command_out != "none":
             latched = "collision reaction gravity latched (until ~/reset_collision)" if self._external_torque.latched else ""
             self._publish_command(plan, command_out, law, data.g, (("collision", latched),) + refusals, now)
+        self._external_torque.publish()
         msgs = self._msgs
         if gravity_heard and self._publishable("gravity_torques", data.g, now):
             self._pub_gravity.publish(msgs.torques.serialize(stamp.sec, stamp.nanosec, None, None,
