@@ -4,11 +4,12 @@ Executable ``dynamics_node`` (default node name ``robot_dynamics``; ``dynamics_n
 its parameters and topics). In short:
 
 * subscriptions ``joint_states`` (sensor_msgs/JointState, best effort like SensorDataQoS, depth 10,
-  merged by name),
-  ``desired_accelerations`` (std_msgs/Float64MultiArray, output order) and ``desired_state``
-  (trajectory_msgs/JointTrajectory, one point, by name);
-* publications ``gravity_torques``, ``bias_torques``, ``computed_torques`` (sensor_msgs/JointState),
-  ``mass_matrix`` and ``effort_command`` (std_msgs/Float64MultiArray) and ``/diagnostics``.
+  merged by name), ``desired_accelerations`` (std_msgs/Float64MultiArray) and ``desired_state``
+  (trajectory_msgs/JointTrajectory, one point, by name); publications ``gravity_torques``, ``bias_torques``,
+  ``computed_torques`` (JointState), ``mass_matrix``, ``effort_command`` (Float64MultiArray), ``/diagnostics``;
+* the parts switched on by parameters, each in its module: task space (``desired_pose`` ...:
+  ``task_space_inputs``), external torques and collisions (``external_torque_outputs``), the F/T sensor
+  (``ft_sensor``), payload estimation (``payload``).
 
 Every joint-state message that completes a fresh state gives ONE snapshot ``(q, qd)`` and ONE pass
 over it, :func:`robot_dynamics.compute_terms` into the plan's workspace (:class:`robot_dynamics.Data`):
@@ -26,8 +27,7 @@ whenever anything on its way is refused (a latched collision reaction, missing v
 desired input, a position error beyond ``max_position_error``, a torque beyond the plausibility rule),
 held within the URDF effort limits, said once in the log and in /diagnostics.
 
-The settings and plan are :mod:`~robot_dynamics.nodes.dynamics.plan`, the input checks
-:mod:`~robot_dynamics.nodes.dynamics.inputs`; this module converts messages and diagnoses.
+Settings and plan: :mod:`.plan`; input checks: :mod:`.inputs`; this module converts messages and diagnoses.
 """
 
 from __future__ import annotations
