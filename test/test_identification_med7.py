@@ -128,6 +128,19 @@ def _held_out_check(where, urdf, gain, thresholds, held, output):
     return float(np.max(np.abs(r[judged]) / thresholds)), events
 
 
+def _the_node_takes(parameters, urdf):
+    """collision.yaml's parameters, flattened as ``--params-file`` flattens them, make the dynamics node's plan."""
+    import robot_dynamics as rd
+    from robot_dynamics.nodes.dynamics.plan import PARAMETERS, Settings, coerce_setting, make_plan
+
+    names = {parameter.name: parameter.field for parameter in PARAMETERS}
+    flat = {f"{group}.{key}": value for group, values in parameters.items() for key, value in values.items()}
+    plan = make_plan(rd.load_urdf(urdf), Settings(**{names[name]: coerce_setting(names[name], value)
+                                                     for name, value in flat.items()}))
+    np.testing.assert_allclose(plan.contact.thresholds, flat["collision.thresholds"])
+    assert plan.contact.sign.tolist() == [-1.0] * 7 and plan.contact.settings.external_torque_friction
+
+
 def test_cross_validated_thresholds_hold_on_held_out_data_where_in_sample_ones_do_not(tmp_path):
     """identify's collision thresholds (blocked cross-validation over the data it fits) against the
     in-sample ones (external-torques on those same data with the identified URDF), both judged on the
@@ -144,6 +157,7 @@ def test_cross_validated_thresholds_hold_on_held_out_data_where_in_sample_ones_d
     assert observer["enabled"] and observer["friction"] and observer["effort_sign"] == [-1.0] * 7
     assert len(thresholds) == 7 and max(thresholds) < 5.0, thresholds  # a few N m, not the tens of a dropped sample
     assert "0 false collision(s) with these thresholds" in done.stdout
+    _the_node_takes(parameters, tmp_path / "out" / "identified.urdf")
     first_quarter = lambda t: t < t[0] + 0.25 * (t[-1] - t[0])  # noqa: E731
     ratio, events = _held_out_check(tmp_path, "out/identified.urdf", observer["gain"], thresholds, first_quarter, "cv")
     assert events == 0 and ratio < 1.0, (ratio, events)
