@@ -56,7 +56,7 @@ class Stretch:
     restart: np.ndarray
 
     def part(self, rows, model=None):
-        return Stretch(model or self.model, self.t[rows], self.q[rows], self.qd[rows], self.tau[rows],
+        return Stretch(self.model if model is None else model, self.t[rows], self.q[rows], self.qd[rows], self.tau[rows],
                        self.restart[rows])
 
 
@@ -132,7 +132,7 @@ def suggested_gain(stretches, friction):
     gain's settling time."""
     if not any(settled(s.t, s.restart, GAINS[0]).any() for s in stretches):
         longest = max(s.t[-1] - s.t[0] for s in stretches)
-        raise IdentificationError(f"{longest:.3g} s without a gap: too short to choose the gain (it takes "
+        raise IdentificationError(f"{longest:.3g} s of recording: too short to choose the gain (it takes "
                                   f"{SETTLING / GAINS[0]:g} s without a gap): give --gain")
     peaks = {gain: peak_residuals(stretches, gain, friction, GAINS[0]) for gain in GAINS}
     floor = peaks[GAINS[0]]
@@ -203,9 +203,7 @@ def checked(stretches, windows, thresholds, gain, friction):
         duration += float(np.sum(judged) * np.median(np.diff(stretch.t)))
         peaks = np.maximum(peaks, np.abs(r[judged]).max(axis=0))
         detector = CollisionDetector(np.asarray(thresholds, dtype=float), DEFAULT_RELEASE, DEFAULT_MIN_DURATION)
-        for k in np.flatnonzero(judged):
-            if k and not judged[k - 1]:
-                detector.reset()  # a gap: the node's observer and detector start over
+        for k in np.flatnonzero(judged):  # (across a gap the node restarts its observer, not its detector)
             collisions += detector.update(float(stretch.t[k]), r[k]) is True
     return ThresholdCheck(peaks, collisions, duration)
 
