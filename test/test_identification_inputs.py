@@ -137,6 +137,25 @@ def test_bad_cutoffs_are_refused_before_reading(tmp_path, run, cutoff):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("gain", ["0", "-5", "nan", "inf"])
+def test_bad_observer_gains_are_refused_before_reading(tmp_path, gain):
+    _refused(_cli("identify", "missing.csv", "--urdf", "planar_2r", "--gain", gain, "--output", "out", cwd=tmp_path),
+             f"--gain {gain}", "positive, finite")
+    assert not (tmp_path / "out").exists()
+
+
+def test_thresholds_the_data_cannot_give_are_left_out_and_said(tmp_path, run):
+    """At K_O = 0.5 1/s the observer settles in 10 s, longer than any of the five 3 s blocks of the fit."""
+    write_csv(tmp_path / "run.csv", run.joint_names, run.t, run.q, run.qd, run.tau)
+    done = _cli("identify", "run.csv", "--urdf", "planar_2r", "--gain", "0.5", "--output", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "warning: no collision thresholds: no block of the fit data lasts 10 s without a gap" in done.stderr
+    assert not (tmp_path / "out" / "collision.yaml").exists() and "collision.thresholds" not in done.stdout
+    done = _cli("identify", "run.csv", "--urdf", "planar_2r", "--gain", "10", "--output", "out10", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "K_O 10 1/s (--gain)" in done.stdout and (tmp_path / "out10" / "collision.yaml").exists()
+
+
 def test_output_that_cannot_take_the_results_is_refused_and_nothing_is_half_written(tmp_path, run):
     write_csv(tmp_path / "run.csv", run.joint_names, run.t, run.q, run.qd, run.tau)
     (tmp_path / "a_file").write_text("keep me")

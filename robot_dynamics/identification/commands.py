@@ -18,6 +18,7 @@ from .reading import (
     add_recording_arguments, check_recording_arguments, drive_settings, one_line_warnings, read_recordings, recording_model,
 )
 from .recording import RecordingError
+from .residuals import FOLDS, GAINS, collision_yaml, identified_thresholds, threshold_lines
 from .report import (
     identified_urdf, parameter_table, payload_yaml, plausibility_notes, plot_validation, validation_lines,
 )
@@ -78,6 +79,9 @@ def add_identify_arguments(parser):
     parser.add_argument("--output", default="identification", metavar="DIR", help="directory for the results")
     parser.add_argument("--cutoff", type=float, default=DEFAULT_CUTOFF, metavar="HZ",
                         help=f"low-pass cut-off for positions and torques (default {DEFAULT_CUTOFF:g})")
+    parser.add_argument("--gain", type=float, metavar="K_O",
+                        help="observer gain K_O, 1/s, of the suggested collision thresholds (default: chosen from the "
+                             f"data among {', '.join(map('{:g}'.format, GAINS))})")
 
 
 def _limits(model, values, what):
@@ -174,8 +178,11 @@ def _independent(model, armature):
 def check_identify_arguments(args):
     """Refuse bad option values and an unusable output directory before any work."""
     _positive("--cutoff", args.cutoff, RecordingError)
+    if args.gain is not None:
+        _positive("--gain", args.gain, RecordingError)
     check_recording_arguments(args)
-    check_directory(args.output, names=("identified.urdf", "parameters.txt", "payload.yaml", "validation.png"))
+    check_directory(args.output, names=("identified.urdf", "parameters.txt", "payload.yaml", "collision.yaml",
+                                        "validation.png"))
     return parse_holdout(args.holdout)
 
 
@@ -209,6 +216,9 @@ def _identify(args, model, urdf_path, out, err):
              "parameters.txt": parameter_table(estimate, check) + "\n" + "\n".join(seen) + "\n"}
     if args.payload:
         files["payload.yaml"] = payload_yaml(args.payload, estimate.x[:10])
+    thresholds = _thresholds(args, estimate, check, recordings, validation, model, urdf_path, locks, drive, holdout)
+    if thresholds:
+        files["collision.yaml"] = thresholds[1]
     files = {name: text.encode() for name, text in files.items()}
     try:
         image = io.BytesIO()
@@ -221,8 +231,24 @@ def _identify(args, model, urdf_path, out, err):
     out.write(headline(estimate) + "\n")
     out.write("\n".join(validation_lines(model.joint_names, check)) + "\n")
     out.write("\n".join(seen[:1]) + "\n")
+    if thresholds:
+        out.write("\n".join(thresholds[0]) + "\n")
     out.write("wrote " + ", ".join(str(args.output) + "/" + name for name in files) + "\n")
     return 0
+
+
+def _thresholds(args, estimate, check, recordings, validation, model, urdf_path, locks, drive, holdout):
+    """(lines to print, collision.yaml) of the cross-validated collision thresholds (:mod:`.residuals`), or
+    None, warned, when the data cannot give them."""
+    folds = holdout.folds if holdout.kind == "kfold" else FOLDS
+    try:
+        found, held, friction = identified_thresholds(estimate, check, recordings, validation, model, urdf_path, locks,
+                                                      drive, args.cutoff, folds, args.gain, args.payload)
+    except IdentificationError as error:
+        warnings.warn(f"no collision thresholds: {error}", stacklevel=1)
+        return None
+    label = f"{args.validate} (validation)" if args.validate else check.label
+    return threshold_lines(model, found, held, label), collision_yaml(model, found, friction, drive)
 
 
 def headline(estimate):

@@ -23,12 +23,14 @@ from .validation import Holdout, describe, repeat_period, repeat_warning, splits
 
 @dataclass(frozen=True)
 class Validation:
-    """Measured and predicted torques (N, n) on data not used for the fit, and their RMS per joint."""
+    """Measured and predicted torques (N, n) on data not used for the fit, and their RMS per joint;
+    ``fitted``: the samples the returned estimate was fitted on (what its thresholds cross-validate)."""
 
     label: str
     samples: Samples
     identified: np.ndarray
     input: np.ndarray          # predicted by the input URDF (its friction included)
+    fitted: Samples = None
 
     @property
     def rms_torque(self):
@@ -67,13 +69,14 @@ def predicted(estimate, samples):
     return torques
 
 
-def validate(estimate, samples, label, identified=None, nominal_model=None):
+def validate(estimate, samples, label, identified=None, nominal_model=None, fitted=None):
     """The identified model's (``identified``, else predicted) and the input URDF's (``nominal_model``,
-    default the problem's, its friction included) torques against ``samples``."""
+    default the problem's, its friction included) torques against ``samples``; ``fitted`` the fit's samples."""
     model, qd = nominal_model or estimate.problem.model, samples.qd
     nominal = (rd.inverse_dynamics(model, samples.q, qd, samples.qdd) + model.viscous_damping * qd
                + model.friction * samples.coulomb)
-    return Validation(label, samples, predicted(estimate, samples) if identified is None else identified, nominal)
+    return Validation(label, samples, predicted(estimate, samples) if identified is None else identified, nominal,
+                      fitted)
 
 
 def corrected(recording, model, drive):
@@ -134,7 +137,7 @@ def identify(recordings, model, friction=False, payload=None, validation=None, c
         held = Samples(*(getattr(held, f) for f in ("t", "q", "qd", "qdd", "tau", "coulomb")),
                        source=np.full(len(held.t), len(recordings)))
         result = estimate(problem, samples)
-        return result, validate(result, held, validation.source, nominal_model=nominal)
+        return result, validate(result, held, validation.source, nominal_model=nominal, fitted=samples)
     masks = splits(holdout, samples.source)
     _check_parts(holdout, masks)
     _warn_if_repeated(samples, masks, period, describe(holdout, [r.source for r in recordings]))
@@ -142,12 +145,13 @@ def identify(recordings, model, friction=False, payload=None, validation=None, c
         fit, held = masks[0]
         result = estimate(problem, samples.part(fit))
         return result, validate(result, samples.part(held), describe(holdout, [r.source for r in recordings]),
-                                nominal_model=nominal)
+                                nominal_model=nominal, fitted=samples.part(fit))
     out_of_block = np.empty_like(samples.tau)
     for fit, held in masks:
         out_of_block[held] = predicted(estimate(problem, samples.part(fit)), samples.part(held))
     result = estimate(problem, samples)
-    return result, validate(result, samples, describe(holdout, [r.source for r in recordings]), out_of_block, nominal)
+    return result, validate(result, samples, describe(holdout, [r.source for r in recordings]), out_of_block, nominal,
+                            samples)
 
 
 def without_friction(model):

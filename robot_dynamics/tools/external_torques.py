@@ -12,10 +12,9 @@ noise that the observer passes on, amplified by the gain.  Gaps in the clock (a 
 1.5 median steps, or samples a CSV's clock dropped, found by :func:`~robot_dynamics.identification.recording.skipped_samples`)
 are reported and the observer restarts after each, as the node does.
 
-On a recording without contact the residual is the model's error plus noise.  The gain: each of
-``GAINS`` is tried and the largest whose peak residual is at most ``NOISE_MARGIN`` times the
-lowest gain's is suggested (above it the noise, not the model, sets the thresholds); ``--gain``
-fixes it.  The suggested collision thresholds are ``SAFETY_FACTOR`` times each joint's peak.
+The suggested gain (``--gain`` fixes it) and collision thresholds (``SAFETY_FACTOR`` times each
+joint's peak) follow :mod:`robot_dynamics.identification.residuals`, on this recording: with a URDF
+identified on it they are in-sample (optimistic); ``identify`` writes cross-validated ones.
 Writes ``DIR/external_torques.csv`` (``t``, ``r_<joint>``, and the wrench at ``--frame``, a link some
 joint moves, as ``external_wrench_estimate`` carries it: in that link's axes, about its origin) and
 ``DIR/external_torques.png`` (all or nothing, the output
@@ -29,24 +28,18 @@ import io
 import numpy as np
 
 from ..identification.output import OutputError, check_directory, write_directory
-from ..identification.pipeline import corrected
 from ..identification.reading import (
     add_recording_arguments, check_recording_arguments, drive_settings, one_line_warnings, read_recordings, recording_model,
 )
 from ..identification.recording import RecordingError
-from ..identification.samples import DEFAULT_CUTOFF, IdentificationError, clock_gaps
-from ..control.observer import MomentumObserver, check_wrench_frame, tip_frame
+from ..identification.residuals import (
+    GAINS, NOISE_MARGIN, SAFETY_FACTOR, SETTLING, external_torques, observed, settled, suggested_gain,
+)
+from ..identification.samples import DEFAULT_CUTOFF, IdentificationError
+from ..control.observer import check_wrench_frame, tip_frame
 
 __all__ = ["ERRORS", "GAINS", "SAFETY_FACTOR", "add_arguments", "external_torques", "run"]
 
-SAFETY_FACTOR = 1.5
-"""Suggested threshold = this times the joint's peak residual on a contact-free recording."""
-GAINS = (5.0, 10.0, 20.0, 50.0, 100.0)
-"""K_O tried, 1/s, for the suggested gain."""
-NOISE_MARGIN = 1.25
-"""A gain is suggested while its peak residual stays within this factor of the lowest gain's on every joint."""
-SETTLING = 5.0
-"""Time constants 1/K_O skipped at the start (the observer starts at r = 0)."""
 RESULTS = ("external_torques.csv", "external_torques.png")
 ERRORS = (RecordingError, IdentificationError, OutputError, ValueError)
 
@@ -67,55 +60,6 @@ def add_arguments(parser):
     parser.add_argument("--output", default="external_torques", metavar="DIR", help="directory for the results")
 
 
-def velocities(t, q, cutoff):
-    """qd from positions on the uniform grid ``t``: zero-phase 4th-order Butterworth at ``cutoff`` Hz
-    (as ``identify``'s), then central differences."""
-    import scipy.signal
-
-    rate = 1 / float(t[1] - t[0])
-    if not cutoff < rate / 2:
-        raise IdentificationError(f"--cutoff {cutoff:g} Hz must be below half the sampling rate ({rate:.4g} Hz)")
-    sos = scipy.signal.butter(4, cutoff, fs=rate, output="sos")
-    return np.gradient(scipy.signal.sosfiltfilt(sos, q, axis=0), t, axis=0)
-
-
-def external_torques(model, t, q, qd, tau, gain, friction=False, frame=None, restart=None, wrench="full"):
-    """``(r, wrench)``: the residual (N, n) and the wrench at ``frame`` (N, 6, ``[moment; force]`` in the
-    frame's own axes about its origin, as ``external_wrench_estimate`` carries it) at every sample; the
-    observer starts over at each sample where ``restart`` (N,) is True (NaN there and inside a gap)."""
-    observer = MomentumObserver(model, gain, frame=frame or tip_frame(model), friction=friction, wrench=wrench)
-    residuals, wrenches = np.full_like(q, np.nan), np.full((len(t), 6), np.nan)
-    restart = np.zeros(len(t), dtype=bool) if restart is None else restart
-    for k in range(len(t)):
-        if restart[k]:
-            observer.reset()
-            continue
-        residuals[k] = observer.update(float(t[k]), q[k], qd[k], tau[k])
-        wrenches[k] = observer.wrench_in()
-    return residuals, wrenches
-
-
-def settled(t, restart, gain):
-    """(N,) bool: samples at least ``SETTLING / gain`` s after the start and after each restart."""
-    started = np.maximum.accumulate(np.where(restart, t, t[0]))
-    return (t >= started + SETTLING / gain) & ~restart
-
-
-def suggested_gain(model, t, q, qd, tau, friction, restart):
-    """(K_O, {K_O: peak residual (n,)}): the largest of ``GAINS`` whose peaks stay within ``NOISE_MARGIN``
-    of the lowest gain's (module docstring)."""
-    calm = settled(t, restart, GAINS[0])
-    if not calm.any():
-        raise IdentificationError(f"{t[-1] - t[0]:.3g} s of recording: too short to choose the gain (it takes "
-                                  f"{SETTLING / GAINS[0]:g} s without a gap): give --gain")
-    peaks = {}
-    for gain in GAINS:
-        r, _ = external_torques(model, t, q, qd, tau, gain, friction, restart=restart)
-        peaks[gain] = np.abs(r[calm]).max(axis=0)
-    floor = peaks[GAINS[0]]
-    return max(gain for gain in GAINS if np.all(peaks[gain] <= NOISE_MARGIN * floor + 1e-9)), peaks
-
-
 def run(args, model, urdf_path, out, err):
     """The command (module docstring); returns the exit status."""
     with one_line_warnings(err):
@@ -134,18 +78,12 @@ def _run(args, model, urdf_path, out, err):
     check_wrench_frame(model, frame, "--frame")  # before the work: a frame no joint moves has no wrench
     drive = drive_settings(args, model)
     recording = read_recordings([args.recording], args, locks)[0]
-    t, q, qd, tau = corrected(recording, model, drive)
-    if len(t) < 3:
-        raise IdentificationError(f"{args.recording}: {len(t)} samples: too few for the observer")
-    restart = clock_gaps(recording, model, t)
-    velocity = "recorded"
-    if qd is None:
-        velocity = f"from the positions (zero-phase low-pass at {args.cutoff:g} Hz, central differences)"
-        qd = velocities(t, q, args.cutoff)
+    stretch, velocity = observed(recording, model, drive, args.cutoff)
+    t, q, qd, tau, restart = stretch.t, stretch.q, stretch.qd, stretch.tau, stretch.restart
     candidates = None
     gain = args.gain
     if gain is None:
-        gain, candidates = suggested_gain(model, t, q, qd, tau, args.friction, restart)
+        gain, candidates = suggested_gain([stretch], args.friction)
     r, wrench = external_torques(model, t, q, qd, tau, gain, args.friction, frame, restart, args.wrench)
     calm = settled(t, restart, gain)
     if not calm.any():
@@ -207,7 +145,8 @@ def _report(out, args, model, t, qd, restart, gain, candidates, velocity, rms, p
         out.write(f"  {name:<{width}}  {a:10.4g}  {b:10.4g}  {SAFETY_FACTOR * b:16.3g} {unit}\n")
     thresholds = ", ".join(f"{SAFETY_FACTOR * b:.3g}" for b in peak)
     out.write(f"collision.thresholds: [{thresholds}]  ({SAFETY_FACTOR:g} x the peak, if this recording has no "
-              "contact)\n")
+              "contact; in-sample if the URDF was identified on it: identify's collision.yaml holds cross-validated "
+              "ones)\n")
     out.write("wrote " + ", ".join(f"{args.output}/{name}" for name in files) + "\n")
 
 
