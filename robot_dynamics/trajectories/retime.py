@@ -3,19 +3,18 @@ feed-forward efforts of a trajectory.
 
 :func:`retime` keeps the waypoints' positions as the geometric path ``q(s)`` (a cubic spline through
 them, ``s`` the given waypoint times, so the path between waypoints is close to the planner's) and
-finds the fastest ``s(t)`` from rest to rest by TOPP-RA's reachability analysis (Pham & Pham, "A new
-approach to time-optimal path parameterization based on reachability analysis", IEEE T-RO 2018):
+finds the fastest ``s(t)`` from rest to rest by TOPP-RA's reachability analysis (:mod:`.reachability`;
+Pham & Pham, IEEE T-RO 2018):
 
 - along the path ``qd = q' sd`` and ``qdd = q' sdd + q'' sd^2``, so with ``u = sdd`` and ``x = sd^2``
   every limit is linear in ``(u, x)``: the torque ``tau = a u + b x + c`` with ``a = M q'``,
   ``b = M q'' + C(q, q') q'`` and ``c = g(q)`` (three batched inverse-dynamics calls for the whole
   grid: rotor inertia, couplings and payload are the model's); ``|q'| sqrt(x) <= qd_max``;
   ``|q' u + q'' x| <= qdd_max``;
-- on a grid ``s_0 .. s_N`` with ``x_{i+1} = x_i + 2 (s_{i+1} - s_i) u_i`` the sets of ``x`` from which
-  the end is still reachable at rest are intervals, found backwards (each a linear programme in two
-  variables, solved by eliminating ``u``); then, forwards from rest, the largest ``u`` that stays in
-  them. Each stage also holds the next grid point's limits with the same ``u`` (TOPP-RA's
-  "interpolation" discretization), so both one-sided accelerations at every grid point are limited.
+- on a grid ``s_0 .. s_N`` with ``x_{i+1} = x_i + 2 (s_{i+1} - s_i) u_i``; each stage also holds the next
+  grid point's limits with the same ``u`` (TOPP-RA's "interpolation" discretization), so both one-sided
+  accelerations at every grid point are limited. ``x`` is linear in ``s`` on a stage, so the velocity
+  limits are checked inside the stages before anything is written, and tightened where passed.
 
 The timing is then written every ``1 / rate`` s (joint_trajectory_controller's samples) with the
 inverse-dynamics torque of every point as ``effort``. The optimum is bang-bang in ``sdd``: a
@@ -24,7 +23,8 @@ to 8 % of the jump (16 % of a full reversal) whatever the spacing of the points,
 averaged over one period first (each jump becomes a ramp over one period; the motion lasts one
 period longer), which leaves about 2 %. Every result is checked at its points and on the quintic
 inside the intervals of those ramps; where a limit is passed (there, or between grid points), that
-joint's limit is tightened by the excess and the timing found again. So a result never exceeds
+joint's limit is tightened by the excess and the timing found again; the points before the first grid
+point whose timing changed are kept, with their efforts and checks. So a result never exceeds
 ``effort_margin`` times the effort limits, nor the velocity and acceleration limits, as a controller
 at ``rate`` samples it, whatever its phase (``between_points=False``: at the points only).
 
@@ -44,6 +44,7 @@ import numpy as np
 
 from ..jit import njit
 from ..rigid_body.dynamics import inverse_dynamics
+from .reachability import reachability
 from .check import DEFAULT_FRICTION_VELOCITY, DEFAULT_RATE, MAX_SAMPLES, _placement, _torques, interpolate
 from .trajectory import MAX_DURATION, Trajectory, TrajectoryError
 
@@ -57,6 +58,9 @@ TIGHTENING_SLACK = 1e-3  # tighten by this much more than the excess found
 END_GAP = 1e-6  # s: the shortest interval between points written
 SWITCH_JUMP = 0.01  # a jump of the path acceleration this part of its range is a switch (_between_switches)
 BETWEEN = 7  # points checked inside each interval of the written points that holds a switch
+ROUNDING = 1e-9  # an excess between grid points this small is rounding (_speeding)
+AT_LIMIT = 0.01  # a value this part of its limit below it is at the limit (_binding)
+PROBES = 4  # points inside each stage where the velocity limits are checked before writing (_speeding)
 
 
 class InfeasiblePath(TrajectoryError):
@@ -82,85 +86,6 @@ class RetimeResult:
     effort_margin: float  # the smallest margin finally used (below the one asked where tightened)
 
 
-# ----------------------------------------------------------------------------- the reachability analysis
-
-@njit
-def _x_interval(A, B, H, x_max, delta, next_low, next_high, lows, highs):
-    """The ``x`` with some ``u`` such that ``A u + B x <= H`` and ``next_low <= x + 2 delta u <= next_high``,
-    ``0 <= x <= x_max``: ``u`` eliminated (Fourier-Motzkin) from each pair of a lower and an upper bound
-    on it. Returns ``(low, high)``; ``low > high`` when there is none. ``lows``/``highs``: scratch."""
-    x_low, x_high = 0.0, x_max
-    n_low, n_high = 0, 0
-    for r in range(A.shape[0]):  # a u <= h - b x:  u <= or >= p x + q
-        a, b, h = A[r], B[r], H[r]
-        if abs(a) <= 1e-12 * (abs(b) + 1.0):
-            if b > 0.0:
-                x_high = min(x_high, h / b)
-            elif b < 0.0:
-                x_low = max(x_low, h / b)
-            elif h < 0.0:
-                return 1.0, 0.0
-        elif a > 0.0:
-            highs[n_high, 0], highs[n_high, 1] = -b / a, h / a
-            n_high += 1
-        else:
-            lows[n_low, 0], lows[n_low, 1] = -b / a, h / a
-            n_low += 1
-    step = 2.0 * delta
-    lows[n_low, 0], lows[n_low, 1] = -1.0 / step, next_low / step
-    highs[n_high, 0], highs[n_high, 1] = -1.0 / step, next_high / step
-    n_low += 1
-    n_high += 1
-    for i in range(n_low):
-        for j in range(n_high):
-            slope, room = lows[i, 0] - highs[j, 0], highs[j, 1] - lows[i, 1]  # slope x <= room
-            if slope > 0.0:
-                x_high = min(x_high, room / slope)
-            elif slope < 0.0:
-                x_low = max(x_low, room / slope)
-            elif room < -1e-9 * (abs(highs[j, 1]) + abs(lows[i, 1]) + 1.0):
-                return 1.0, 0.0
-    return x_low, x_high
-
-
-@njit
-def _largest_u(A, B, H, x, delta, next_low, next_high):
-    """The largest ``u`` with ``A u + B x <= H`` and ``next_low <= x + 2 delta u <= next_high`` at this ``x``
-    (the least violating one, the middle of the bounds, if rounding left none)."""
-    u_low, u_high = (next_low - x) / (2.0 * delta), (next_high - x) / (2.0 * delta)
-    for r in range(A.shape[0]):
-        a, room = A[r], H[r] - B[r] * x
-        if a > 1e-12:
-            u_high = min(u_high, room / a)
-        elif a < -1e-12:
-            u_low = max(u_low, room / a)
-    return u_high if u_high >= u_low else 0.5 * (u_low + u_high)
-
-
-@njit
-def _reachability(A, B, H, x_max, delta):
-    """TOPP-RA on a grid (module docstring): rows ``A[i] u + B[i] x <= H[i]`` of stage ``i`` (its own grid
-    point's and the next one's limits), ``x <= x_max[i]``, ``delta[i] = s_{i+1} - s_i``; at rest at both
-    ends. Returns ``(x, u, failed)``: ``x`` (N,) at the grid points, ``u`` (N-1,), and the first stage
-    whose set is empty (-1 if none)."""
-    N, R = x_max.shape[0], A.shape[1]
-    low, high = np.zeros(N), np.zeros(N)  # the controllable sets; the last is {0}
-    lows, highs = np.empty((R + 1, 2)), np.empty((R + 1, 2))
-    x, u = np.zeros(N), np.zeros(N - 1)
-    for i in range(N - 2, -1, -1):
-        low[i], high[i] = _x_interval(A[i], B[i], H[i], x_max[i], delta[i], low[i + 1], high[i + 1], lows, highs)
-        if low[i] > high[i] * (1.0 + 1e-9) + 1e-12:
-            return x, u, i
-        high[i] = max(high[i], low[i])
-    if low[0] > 1e-12:  # (at rest at the start)
-        return x, u, 0
-    for i in range(N - 1):
-        u[i] = _largest_u(A[i], B[i], H[i], x[i], delta[i], low[i + 1], high[i + 1])
-        x[i + 1] = min(max(x[i] + 2.0 * delta[i] * u[i], low[i + 1]), high[i + 1])
-        u[i] = (x[i + 1] - x[i]) / (2.0 * delta[i])
-    return x, u, -1
-
-
 # ----------------------------------------------------------------------------- the path and its limits
 
 def _acceleration_limits(model, acceleration_limits):
@@ -182,6 +107,24 @@ def _limit(values):
     return np.where((values > 0) & np.isfinite(values), values, np.inf)
 
 
+@njit
+def _cubic_values(breaks, coefficients, s):
+    """``(q, q', q'')`` (len(s), m) of a piecewise cubic at ``s``: ``coefficients`` (4, pieces, m) highest power
+    first in ``s - breaks[piece]`` (scipy's PPoly layout), the end pieces extended beyond the breaks."""
+    shape = (s.size, coefficients.shape[2])
+    q, dq, ddq = np.empty(shape), np.empty(shape), np.empty(shape)
+    pieces = np.minimum(np.maximum(np.searchsorted(breaks, s, side="right") - 1, 0), breaks.size - 2)
+    for k in range(s.size):
+        piece, d = pieces[k], s[k] - breaks[pieces[k]]
+        for j in range(q.shape[1]):
+            c0, c1, c2, c3 = (coefficients[0, piece, j], coefficients[1, piece, j], coefficients[2, piece, j],
+                              coefficients[3, piece, j])
+            q[k, j] = ((c0 * d + c1) * d + c2) * d + c3
+            dq[k, j] = (3.0 * c0 * d + 2.0 * c1) * d + c2
+            ddq[k, j] = 6.0 * c0 * d + 2.0 * c1
+    return q, dq, ddq
+
+
 class _Path:
     """The geometric path of ``trajectory`` in model coordinates: ``q(s)`` a cubic spline (not-a-knot)
     through the waypoints at their times, the joints the trajectory does not name held still."""
@@ -191,25 +134,45 @@ class _Path:
 
         self.model, self.trajectory = model, trajectory
         self.placement = _placement(model, trajectory, notes)
-        self.spline = CubicSpline(trajectory.t, trajectory.q, axis=0)
+        spline = CubicSpline(trajectory.t, trajectory.q, axis=0)
+        self.breaks, self.coefficients = np.ascontiguousarray(spline.x), np.ascontiguousarray(spline.c)
         self.start, self.end = float(trajectory.t[0]), float(trajectory.t[-1])
 
-    def joint_values(self, s, order=0):
-        """The trajectory's joints' ``d^order q / ds^order`` at ``s`` (len(s), m)."""
-        return self.spline(s, order)
+    def joint_values(self, s):
+        """The trajectory's joints' ``(q, q', q'')`` at ``s`` (len(s), m) each."""
+        return _cubic_values(self.breaks, self.coefficients, np.ascontiguousarray(s, dtype=float))
 
-    def model_values(self, s, order=0):
-        """The model's coordinates' ``d^order q / ds^order`` at ``s`` (len(s), nv)."""
+    def placed(self, values, positions=False):
+        """Joint values (len, m) in the model's coordinates (len, nv): the others at rest (``positions``) or 0."""
         rest, columns, indices = self.placement
-        out = np.tile(rest, (len(s), 1)) if order == 0 else np.zeros((len(s), self.model.nv))
-        out[:, indices] = self.spline(s, order)[:, columns]
+        out = np.tile(rest, (len(values), 1)) if positions else np.zeros((len(values), self.model.nv))
+        out[:, indices] = values[:, columns]
         return out
+
+    def model_values(self, s):
+        """The model's coordinates' ``(q, q', q'')`` at ``s`` (len(s), nv) each."""
+        q, dq, ddq = self.joint_values(s)
+        return self.placed(q, True), self.placed(dq), self.placed(ddq)
+
+    def probes(self, s):
+        """``(sigma, stage, |q'(sigma)|)``: :data:`PROBES` points inside each stage of the grid ``s``, the breaks
+        and where a ``q'`` (quadratic on each piece) peaks (``q'' = 0``), the stage each lies in, and the model's
+        ``|q'|`` there: where the velocity limits are checked between the grid points (:func:`_speeding`)."""
+        c0, c1, length = self.coefficients[0], self.coefficients[1], np.diff(self.breaks)[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            vertex = -c1 / (3.0 * c0)  # (pieces, m): q'' = 6 c0 d + 2 c1 = 0
+        inside = np.linspace(0.0, 1.0, PROBES + 2)[1:-1]
+        sigma = np.unique(np.concatenate([(s[:-1, None] + np.diff(s)[:, None] * inside).ravel(), self.breaks,
+                                          (self.breaks[:-1, None] + vertex)[(vertex > 0) & (vertex < length)]]))
+        sigma = sigma[(sigma > s[0]) & (sigma < s[-1])]
+        stage = np.clip(np.searchsorted(s, sigma, side="right") - 1, 0, s.size - 2)
+        return sigma, stage, np.abs(self.placed(self.joint_values(sigma)[1]))
 
 
 def _path_dynamics(path, s):
     """``(q, q', q'', a, b, c)`` at the grid ``s``: ``tau = a sdd + b sd^2 + c`` (module docstring), from one
     batched inverse-dynamics call over the three sets of states."""
-    q, dq, ddq = (path.model_values(s, order) for order in range(3))
+    q, dq, ddq = path.model_values(s)
     zero = np.zeros_like(q)
     tau = inverse_dynamics(path.model, np.concatenate([q, q, q]), np.concatenate([zero, zero, dq]),
                            np.concatenate([zero, dq, ddq]))
@@ -250,6 +213,23 @@ def _rows(terms, effort, acceleration):
             np.ascontiguousarray(np.concatenate([H[:-1], H[1:]], axis=1)))
 
 
+def _speeding(probes, s, x, u, velocity):
+    """(N, nv) factors for the grid points' velocity limits where the timing ``(x, u)`` passes them between the
+    grid points (at :meth:`_Path.probes`; ``x`` is linear in ``s`` on a stage): that joint's limit at both ends of
+    the stage times 1 / ratio (less :data:`TIGHTENING_SLACK`); None where it passes none. No inverse dynamics: the
+    timing is solved again before a point is written."""
+    sigma, stage, slopes = probes
+    speed = np.sqrt(np.maximum(x[stage] + 2.0 * u[stage] * (sigma - s[stage]), 0.0))
+    ratio = slopes * speed[:, None] / velocity
+    points, joints = np.nonzero(ratio > 1.0 + ROUNDING)  # (the written points' own check is exact)
+    if points.size == 0:
+        return None
+    factors = np.ones((s.size, velocity.size))  # (x of a stage: between its ends' x)
+    for end in (stage[points], stage[points] + 1):
+        np.minimum.at(factors, (end, joints), 1.0 / (ratio[points, joints] * (1 + TIGHTENING_SLACK)))
+    return factors
+
+
 def _refuse(model, path, s, c, effort, why):
     """InfeasiblePath naming the joint whose holding torque ``c`` is the largest part of its limit near ``s``."""
     fraction = np.abs(c) / effort  # (the rows of both near s)
@@ -263,7 +243,7 @@ def _refuse(model, path, s, c, effort, why):
 
 
 def _parametrize(model, path, s, dynamics, effort, velocity, acceleration, friction):
-    """``(x, u)`` on the grid ``s``: the fastest rest-to-rest timing (:func:`_reachability`) within the limits
+    """``(x, u)`` on the grid ``s``: the fastest rest-to-rest timing (:func:`.reachability.reachability`) within the limits
     ``effort``, ``velocity``, ``acceleration`` (N, nv): each grid point's."""
     _, dq, ddq, a, b, c = dynamics
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -274,7 +254,7 @@ def _parametrize(model, path, s, dynamics, effort, velocity, acceleration, frict
     if np.any(np.abs(c[[0, -1]]) > effort[[0, -1]]):  # (held at rest before and after: no acceleration helps)
         _refuse(model, path, s[[0, -1]], c[[0, -1]], effort[[0, -1]], "at rest at its ends")
     delta = np.diff(s)
-    x, u, failed = _reachability(*_rows((dq, ddq, a, b, c, bounds, delta), effort, acceleration), x_max, delta)
+    x, u, failed = reachability(*_rows((dq, ddq, a, b, c, bounds, delta), effort, acceleration), x_max, delta)
     if failed >= 0:
         _refuse(model, path, s[failed:failed + 2], c[failed:failed + 2], effort[failed:failed + 2], "at any speed")
     stuck = np.flatnonzero((x[:-1] <= 0) & (x[1:] <= 0))  # (a stretch passed at no speed: in no time)
@@ -308,16 +288,20 @@ def _dense_times(start, end, rate):
     return np.append(times[times < end - END_GAP], end)
 
 
-def _between_switches(t, grid_times, u, ramp, Q, QD, QDD):
-    """``(times, (q, qd, qdd))`` of a controller's quintic between the written points, inside every interval that holds a
-    jump of the path acceleration ``u`` (a bang-bang switch: more than :data:`SWITCH_JUMP` of its range), at
+def _switches(grid_times, u, threshold):
+    """The grid times where ``u`` jumps by more than ``threshold`` (bang-bang switches), from rest and to rest."""
+    return np.concatenate([grid_times[[0, -1]], grid_times[1:-1][np.abs(np.diff(u)) > threshold]])
+
+
+def _between_switches(t, jumps, ramp, Q, QD, QDD, first):
+    """``(times, (q, qd, qdd))`` of a controller's quintic between the written points, inside every interval from
+    the ``first`` on that holds a jump of the path acceleration (:func:`_switches`) or its ramp's end, at
     :data:`BETWEEN` points each: there the quintic through both sides' accelerations overshoots them."""
-    jumps = np.concatenate([grid_times[[0, -1]],  # (from rest, and to rest)
-                            grid_times[1:-1][np.abs(np.diff(u)) > SWITCH_JUMP * max(np.ptp(u), 1e-300)]])
     ramps = np.concatenate([jumps - ramp / 2, jumps + ramp / 2])  # (the written ramp of each jump: both ends)
     intervals = np.unique(np.clip(np.searchsorted(t, ramps) - 1, 0, t.size - 2))
+    intervals = intervals[intervals >= first]
     if intervals.size == 0:
-        return None
+        return np.empty(0), (np.empty((0, Q.shape[1])),) * 3
     ends = np.union1d(intervals, intervals + 1)
     pieces = Trajectory(tuple(range(Q.shape[1])), t[ends], Q[ends], QD[ends], QDD[ends])
     inside = np.linspace(0.0, 1.0, BETWEEN + 2)[1:-1]
@@ -328,8 +312,7 @@ def _between_switches(t, grid_times, u, ramp, Q, QD, QDD):
 
 class _Timing:
     """The grid's timing ``s(t)``: within segment ``i`` ``sdd = u_i``, so ``s`` is a parabola in ``t``; at rest
-    at ``s_0`` before the first grid time and at ``s_N`` after the last. ``position``, ``speed`` and
-    ``integral`` (of ``s`` from the first grid time) at any times."""
+    at ``s_0`` before the first grid time and at ``s_N`` after the last. :meth:`at` any times."""
 
     def __init__(self, s, x, u, grid_times):
         self.s, self.sd, self.u, self.times = s, np.sqrt(x), u, grid_times
@@ -337,23 +320,15 @@ class _Timing:
         pieces = s[:-1] * steps + self.sd[:-1] * steps**2 / 2 + u * steps**3 / 6
         self.integrals = np.concatenate([[0.0], np.cumsum(pieces)])
 
-    def _where(self, t):
+    def at(self, t):
+        """``(integral of s from the first grid time, s, sd)`` at the times ``t``."""
         inside = np.clip(t, self.times[0], self.times[-1])
         segment = np.clip(np.searchsorted(self.times, inside, side="right") - 1, 0, self.s.size - 2)
-        return segment, inside - self.times[segment]
-
-    def position(self, t):
-        segment, dt = self._where(t)
-        return self.s[segment] + self.sd[segment] * dt + self.u[segment] * dt**2 / 2
-
-    def speed(self, t):
-        segment, dt = self._where(t)
-        return np.maximum(self.sd[segment] + self.u[segment] * dt, 0.0)
-
-    def integral(self, t):
-        segment, dt = self._where(t)
-        within = self.integrals[segment] + self.s[segment] * dt + self.sd[segment] * dt**2 / 2 + self.u[segment] * dt**3 / 6
-        return within + self.s[0] * np.minimum(t - self.times[0], 0.0) + self.s[-1] * np.maximum(t - self.times[-1], 0.0)
+        dt = inside - self.times[segment]
+        s, sd, u = self.s[segment], self.sd[segment], self.u[segment]
+        integral = (self.integrals[segment] + s * dt + sd * dt**2 / 2 + u * dt**3 / 6
+                    + self.s[0] * np.minimum(t - self.times[0], 0.0) + self.s[-1] * np.maximum(t - self.times[-1], 0.0))
+        return integral, s + sd * dt + u * dt**2 / 2, np.maximum(sd + u * dt, 0.0)
 
 
 def _tightening(ratio, times, grid_times, period):
@@ -375,36 +350,59 @@ def _tightening(ratio, times, grid_times, period):
     return minimum_filter1d(factors, size=2 * reach + 1, axis=0, mode="nearest")
 
 
-def _write_out(path, s, x, u, grid_times, rate):
-    """``(t, s, sd, sdd)`` at :func:`_dense_times`: the grid's timing averaged over one period ``h = 1 / rate``
-    (``s(t)`` convolved with a box of width ``h``, in closed form: ``(S(t + h/2) - S(t - h/2)) / h`` with ``S``
-    its integral, and so on for ``sd`` and ``sdd``). The average turns each jump of ``sdd`` into a ramp over
-    one period, which a controller's quintic between the points follows without overshooting the jump
-    (module docstring); the motion starts ``h / 2`` early and ends ``h / 2`` late: it lasts ``h`` longer."""
-    timing, h = _Timing(s, x, u, grid_times), 1.0 / rate
-    t = _dense_times(grid_times[0], grid_times[-1] + h, rate)
-    centre = t - h / 2
-    ahead, behind = centre + h / 2, centre - h / 2
-    along = np.clip((timing.integral(ahead) - timing.integral(behind)) / h, s[0], s[-1])
-    sd = np.maximum((timing.position(ahead) - timing.position(behind)) / h, 0.0)
-    sdd = (timing.speed(ahead) - timing.speed(behind)) / h
-    return t, along, sd, sdd
+def _write_out(path, timing, rate, limits, torques, previous, kept):
+    """The points written every ``h = 1 / rate`` (:func:`_dense_times`): a dict of their times ``t``, path points
+    ``along``, the trajectory's joints' ``q, qd, qdd``, the model's states ``Q, QD, QDD`` and torques ``tau``, and
+    per limit (``limits``' keys) the ratios of the values to it. The timing is the grid's averaged over the period
+    before each point (``s(t)`` convolved with a box of width ``h``, in closed form: ``(S(t) - S(t - h)) / h`` with
+    ``S`` its integral, and so on for ``sd`` and ``sdd``): each jump of ``sdd`` becomes a ramp over one period,
+    which a controller's quintic between the points follows without overshooting the jump (module docstring);
+    the motion lasts ``h`` longer. The first ``kept`` points are ``previous``'s (the timing unchanged there)."""
+    h = 1.0 / rate
+    t = _dense_times(timing.times[0], timing.times[-1] + h, rate)[kept:]
+    (integral, position, speed), (integral_before, position_before, speed_before) = timing.at(t), timing.at(t - h)
+    along = np.clip((integral - integral_before) / h, timing.s[0], timing.s[-1])
+    sd, sdd = np.maximum((position - position_before) / h, 0.0), (speed - speed_before) / h
+    q, dq, ddq = path.joint_values(along)  # qd = q' sd, qdd = q' sdd + q'' sd^2
+    out = {"t": t, "along": along, "q": q, "qd": dq * sd[:, None], "qdd": ddq * (sd**2)[:, None] + dq * sdd[:, None]}
+    out.update(Q=path.placed(out["q"], True), QD=path.placed(out["qd"]), QDD=path.placed(out["qdd"]))
+    out["tau"] = torques(out["Q"], out["QD"], out["QDD"])
+    out.update((kind, np.abs(value) / limits[kind]) for kind, value in zip(limits, (out["tau"], out["QD"], out["QDD"])))
+    return {key: np.concatenate([previous[key][:kept], value]) for key, value in out.items()} if kept else out
 
 
-def _joint_states(values, along, sd, sdd):
-    """``(q, qd, qdd)`` at path points ``along`` run at ``sd``, ``sdd``: ``qd = q' sd``,
-    ``qdd = q' sdd + q'' sd^2``; ``values(s, order)`` the path's derivatives."""
-    dq = values(along, 1)
-    return values(along), dq * sd[:, None], values(along, 2) * (sd**2)[:, None] + dq * sdd[:, None]
+def _unchanged(t, x_before, x, grid_times):
+    """How many of the written points ``t`` a new timing ``x`` leaves as they were: those before the grid time
+    of the last grid point before the first whose ``x`` changed (a point averages the period before it)."""
+    first = np.argmax(x != x_before) if np.any(x != x_before) else x.size - 1
+    return int(np.searchsorted(t, grid_times[first - 1])) if first >= 1 else 0
+
+
+def _check_between(written, previous, kept, jumps, rate, limits, torques):
+    """The ratios to the limits (a dict as :func:`_write_out`'s) of a controller's quintic between the written
+    points where it overshoots (:func:`_between_switches`): ``previous``'s in the first ``kept`` points'
+    intervals, the rest computed."""
+    first = max(kept - 1, 0)
+    times, states = _between_switches(written["t"], jumps, 1.0 / rate, written["Q"], written["QD"], written["QDD"],
+                                      first)
+    out = {"t": times}
+    out.update((kind, np.abs(value) / limits[kind]) for kind, value in zip(limits, (torques(*states), *states[1:])))
+    if not kept:
+        return out
+    old = previous["t"] < written["t"][first]
+    return {key: np.concatenate([previous[key][old], value]) for key, value in out.items()}
 
 
 def _binding(model, path, along, ratios):
-    """Per waypoint segment ``(index, joint, limit)`` with the largest ratio of a value to its limit there
-    (a segment shorter than a period: at the point just after its start)."""
+    """Per waypoint segment ``(index, joint, limit)`` whose value is at its limit (within :data:`AT_LIMIT`) at the
+    most points there, else with the largest ratio of a value to its limit (a segment shorter than a period: at
+    the point just after its start); so a tie to rounding goes to the limit held longest."""
     kinds = list(ratios)
     flat = np.concatenate([ratios[kind] for kind in kinds], axis=1)  # (points, kind * nv)
     starts = np.minimum(np.searchsorted(along, path.trajectory.t[:-1]), along.size - 1)  # (along is increasing)
-    worst = np.argmax(np.maximum.reduceat(flat, starts, axis=0), axis=1)
+    held = np.add.reduceat((flat >= 1.0 - AT_LIMIT).astype(np.int64), starts, axis=0)
+    worst = np.where(held.max(axis=1) > 0, np.argmax(held, axis=1),
+                     np.argmax(np.maximum.reduceat(flat, starts, axis=0), axis=1))
     return [(k, model.joint_names[w % model.nv], kinds[w // model.nv]) for k, w in enumerate(worst.tolist())]
 
 
@@ -437,39 +435,45 @@ def retime(model, trajectory, effort_margin=1.0, acceleration_limits=None, frict
     limits = {"effort": effort_margin * _limit(model.effort_limits), "velocity": _limit(model.velocity_limits),
               "acceleration": _acceleration_limits(model, acceleration_limits)}
     scale = {kind: np.ones((s.size, model.nv)) for kind in limits}  # each grid point's limits as tightened
+    torques = lambda Q, QD, QDD: _torques(model, Q, QD, QDD, friction, friction_velocity)  # noqa: E731
+    probes, written, between, x_before, threshold = path.probes(s), None, None, None, None
     for _ in range(TIGHTENING_ROUNDS):
         x, u = _parametrize(model, path, s, dynamics, *(scale[kind] * limits[kind] for kind in limits), friction)
+        speeding = _speeding(probes, s, x, u, limits["velocity"])
+        if speeding is not None:  # (between the grid points: solved again before anything is written)
+            scale["velocity"] *= speeding
+            continue
         grid_times = _grid_times(path, s, x)
-        t, along, sd, sdd = _write_out(path, s, x, u, grid_times, rate)
-        Q, QD, QDD = _joint_states(path.model_values, along, sd, sdd)
-        tau = _torques(model, Q, QD, QDD, friction, friction_velocity)
-        ratios = {kind: np.abs(value) / limits[kind] for kind, value in zip(limits, (tau, QD, QDD))}
-        samples = [(t, ratios)]
-        between = _between_switches(t, grid_times + 0.5 / rate, u, 1.0 / rate, Q, QD, QDD) if between_points else None
-        if between is not None:
-            times, states = between
-            values = (_torques(model, *states, friction, friction_velocity), *states[1:])
-            samples.append((times, {kind: np.abs(value) / limits[kind] for kind, value in zip(limits, values)}))
-        worst = {kind: max(ratio[kind].max() for _, ratio in samples) for kind in limits}
+        threshold = SWITCH_JUMP * max(np.ptp(u), 1e-300) if threshold is None else threshold  # (the first solve's)
+        kept = 0 if written is None else _unchanged(written["t"], x_before, x, grid_times)  # (only those recomputed)
+        written = _write_out(path, _Timing(s, x, u, grid_times), rate, limits, torques, written, kept)
+        samples = [written]
+        if between_points:  # (the written ramp of a switch at a grid time starts there: centred half a period on)
+            between = _check_between(written, between, kept, _switches(grid_times, u, threshold) + 0.5 / rate,
+                                     rate, limits, torques)
+            samples.append(between)
+        worst = {kind: max(sample[kind].max(initial=0.0) for sample in samples) for kind in limits}
         if max(worst.values()) <= 1.0:
             break
-        for times, ratio in samples:
+        for sample in samples:
             for kind in limits:
-                scale[kind] *= _tightening(ratio[kind], times, grid_times + 0.5 / rate, 1.0 / rate)
+                if sample[kind].max(initial=0.0) > 1.0:
+                    scale[kind] *= _tightening(sample[kind], sample["t"], grid_times + 0.5 / rate, 1.0 / rate)
+        x_before = x
     else:
         excess = max(worst.values()) - 1
         raise TrajectoryError(f"{trajectory.source or 'the path'}: after {TIGHTENING_ROUNDS} tightenings the timing "
                               f"still exceeds a limit between grid points (by {100 * excess:.3g} %): give more grid points")
-    _, columns, indices = path.placement
-    q, qd, qdd = _joint_states(path.joint_values, along, sd, sdd)  # (mimic joints named: their own path column)
+    _, columns, indices = path.placement  # (mimic joints named: their own path column)
+    t, along, q, qd, qdd = (written[key] for key in ("t", "along", "q", "qd", "qdd"))
     effort = np.zeros_like(q)
-    effort[:, columns] = tau[:, indices]
+    effort[:, columns] = written["tau"][:, indices]
     if columns.size < q.shape[1]:
         notes.append("mimic joints named in the trajectory: their efforts are left 0 (their masters carry them)")
     retimed = Trajectory(trajectory.joint_names, t, q, qd, qdd, effort, source=f"{trajectory.source} (retimed)".strip(),
                          notes=notes)
     return RetimeResult(retimed, float(trajectory.t[-1] - trajectory.t[0]), float(t[-1] - t[0]),
-                        _binding(model, path, along, ratios), int(gridpoints),
+                        _binding(model, path, along, {kind: written[kind] for kind in limits}), int(gridpoints),
                         float(effort_margin * scale["effort"].min()))
 
 
