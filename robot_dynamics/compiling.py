@@ -116,11 +116,11 @@ def _jobs(parts):
         sensor.reading(q, qd, qd)
 
     def reachability():  # retime's kernels (robot_dynamics.trajectories.retime), on a two-stage grid
-        from .trajectories.reachability import reachability
-        from .trajectories.retime import _cubic_values
+        from .trajectories.retime_kernels import averaged, cubic_values, reachability
 
         reachability(np.ones((1, 2)), np.zeros((1, 2)), np.ones((1, 2)), np.ones(2), np.ones(1))
-        _cubic_values(np.arange(2.0), np.ones((4, 1, 1)), np.ones(1))
+        cubic_values(np.arange(2.0), np.ones((4, 1, 1)), np.ones(1))
+        averaged(np.arange(2.0), np.arange(2.0), np.ones(2), np.zeros(1), np.arange(2.0), np.ones(1), 1e-3)
 
     jobs = [load]
     if "dynamics_node" in parts:

@@ -3,7 +3,7 @@ feed-forward efforts of a trajectory.
 
 :func:`retime` keeps the waypoints' positions as the geometric path ``q(s)`` (a cubic spline through
 them, ``s`` the given waypoint times, so the path between waypoints is close to the planner's) and
-finds the fastest ``s(t)`` from rest to rest by TOPP-RA's reachability analysis (:mod:`.reachability`;
+finds the fastest ``s(t)`` from rest to rest by TOPP-RA's reachability analysis (:mod:`.retime_kernels`;
 Pham & Pham, IEEE T-RO 2018):
 
 - along the path ``qd = q' sd`` and ``qdd = q' sdd + q'' sd^2``, so with ``u = sdd`` and ``x = sd^2``
@@ -42,9 +42,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..jit import njit
 from ..rigid_body.dynamics import inverse_dynamics
-from .reachability import reachability
+from .retime_kernels import averaged, cubic_values, reachability
 from .check import DEFAULT_FRICTION_VELOCITY, DEFAULT_RATE, MAX_SAMPLES, _placement, _torques, interpolate
 from .trajectory import MAX_DURATION, Trajectory, TrajectoryError
 
@@ -107,24 +106,6 @@ def _limit(values):
     return np.where((values > 0) & np.isfinite(values), values, np.inf)
 
 
-@njit
-def _cubic_values(breaks, coefficients, s):
-    """``(q, q', q'')`` (len(s), m) of a piecewise cubic at ``s``: ``coefficients`` (4, pieces, m) highest power
-    first in ``s - breaks[piece]`` (scipy's PPoly layout), the end pieces extended beyond the breaks."""
-    shape = (s.size, coefficients.shape[2])
-    q, dq, ddq = np.empty(shape), np.empty(shape), np.empty(shape)
-    pieces = np.minimum(np.maximum(np.searchsorted(breaks, s, side="right") - 1, 0), breaks.size - 2)
-    for k in range(s.size):
-        piece, d = pieces[k], s[k] - breaks[pieces[k]]
-        for j in range(q.shape[1]):
-            c0, c1, c2, c3 = (coefficients[0, piece, j], coefficients[1, piece, j], coefficients[2, piece, j],
-                              coefficients[3, piece, j])
-            q[k, j] = ((c0 * d + c1) * d + c2) * d + c3
-            dq[k, j] = (3.0 * c0 * d + 2.0 * c1) * d + c2
-            ddq[k, j] = 6.0 * c0 * d + 2.0 * c1
-    return q, dq, ddq
-
-
 class _Path:
     """The geometric path of ``trajectory`` in model coordinates: ``q(s)`` a cubic spline (not-a-knot)
     through the waypoints at their times, the joints the trajectory does not name held still."""
@@ -134,17 +115,22 @@ class _Path:
 
         self.model, self.trajectory = model, trajectory
         self.placement = _placement(model, trajectory, notes)
+        self.in_model_order = len(trajectory.joint_names) == model.nv and all(
+            np.array_equal(part, np.arange(model.nv)) for part in self.placement[1:])
         spline = CubicSpline(trajectory.t, trajectory.q, axis=0)
         self.breaks, self.coefficients = np.ascontiguousarray(spline.x), np.ascontiguousarray(spline.c)
         self.start, self.end = float(trajectory.t[0]), float(trajectory.t[-1])
 
     def joint_values(self, s):
         """The trajectory's joints' ``(q, q', q'')`` at ``s`` (len(s), m) each."""
-        return _cubic_values(self.breaks, self.coefficients, np.ascontiguousarray(s, dtype=float))
+        return cubic_values(self.breaks, self.coefficients, np.ascontiguousarray(s, dtype=float))
 
     def placed(self, values, positions=False):
-        """Joint values (len, m) in the model's coordinates (len, nv): the others at rest (``positions``) or 0."""
+        """Joint values (len, m) in the model's coordinates (len, nv): the others at rest (``positions``) or 0 (the
+        values themselves when the trajectory names every joint in the model's order)."""
         rest, columns, indices = self.placement
+        if self.in_model_order:
+            return values
         out = np.tile(rest, (len(values), 1)) if positions else np.zeros((len(values), self.model.nv))
         out[:, indices] = values[:, columns]
         return out
@@ -243,7 +229,7 @@ def _refuse(model, path, s, c, effort, why):
 
 
 def _parametrize(model, path, s, dynamics, effort, velocity, acceleration, friction):
-    """``(x, u)`` on the grid ``s``: the fastest rest-to-rest timing (:func:`.reachability.reachability`) within the limits
+    """``(x, u)`` on the grid ``s``: the fastest rest-to-rest timing (:func:`.retime_kernels.reachability`) within the limits
     ``effort``, ``velocity``, ``acceleration`` (N, nv): each grid point's."""
     _, dq, ddq, a, b, c = dynamics
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -310,25 +296,11 @@ def _between_switches(t, jumps, ramp, Q, QD, QDD, first):
     return times, interpolate(pieces, times)  # (the pieces' own segments between their pairs are never sampled)
 
 
-class _Timing:
-    """The grid's timing ``s(t)``: within segment ``i`` ``sdd = u_i``, so ``s`` is a parabola in ``t``; at rest
-    at ``s_0`` before the first grid time and at ``s_N`` after the last. :meth:`at` any times."""
-
-    def __init__(self, s, x, u, grid_times):
-        self.s, self.sd, self.u, self.times = s, np.sqrt(x), u, grid_times
-        steps = np.diff(grid_times)
-        pieces = s[:-1] * steps + self.sd[:-1] * steps**2 / 2 + u * steps**3 / 6
-        self.integrals = np.concatenate([[0.0], np.cumsum(pieces)])
-
-    def at(self, t):
-        """``(integral of s from the first grid time, s, sd)`` at the times ``t``."""
-        inside = np.clip(t, self.times[0], self.times[-1])
-        segment = np.clip(np.searchsorted(self.times, inside, side="right") - 1, 0, self.s.size - 2)
-        dt = inside - self.times[segment]
-        s, sd, u = self.s[segment], self.sd[segment], self.u[segment]
-        integral = (self.integrals[segment] + s * dt + sd * dt**2 / 2 + u * dt**3 / 6
-                    + self.s[0] * np.minimum(t - self.times[0], 0.0) + self.s[-1] * np.maximum(t - self.times[-1], 0.0))
-        return integral, s + sd * dt + u * dt**2 / 2, np.maximum(sd + u * dt, 0.0)
+def _timing(s, x, u, grid_times):
+    """The grid's timing as :func:`.retime_kernels.averaged` reads it: ``(times, s, sd, u, integrals)``."""
+    sd, steps = np.sqrt(x), np.diff(grid_times)
+    integrals = np.concatenate([[0.0], np.cumsum(s[:-1] * steps + sd[:-1] * steps**2 / 2 + u * steps**3 / 6)])
+    return grid_times, s, sd, u, integrals
 
 
 def _tightening(ratio, times, grid_times, period):
@@ -353,16 +325,14 @@ def _tightening(ratio, times, grid_times, period):
 def _write_out(path, timing, rate, limits, torques, previous, kept):
     """The points written every ``h = 1 / rate`` (:func:`_dense_times`): a dict of their times ``t``, path points
     ``along``, the trajectory's joints' ``q, qd, qdd``, the model's states ``Q, QD, QDD`` and torques ``tau``, and
-    per limit (``limits``' keys) the ratios of the values to it. The timing is the grid's averaged over the period
-    before each point (``s(t)`` convolved with a box of width ``h``, in closed form: ``(S(t) - S(t - h)) / h`` with
-    ``S`` its integral, and so on for ``sd`` and ``sdd``): each jump of ``sdd`` becomes a ramp over one period,
-    which a controller's quintic between the points follows without overshooting the jump (module docstring);
-    the motion lasts ``h`` longer. The first ``kept`` points are ``previous``'s (the timing unchanged there)."""
+    per limit (``limits``' keys) the ratios of the values to it. The timing (:func:`_timing`) is the grid's averaged
+    over the period before each point (:func:`.retime_kernels.averaged`: ``s(t)`` convolved with a box of width
+    ``h``): each jump of ``sdd`` becomes a ramp over one period, which a controller's quintic between the points
+    follows without overshooting the jump (module docstring); the motion lasts ``h`` longer. The first ``kept``
+    points are ``previous``'s (the timing unchanged there)."""
     h = 1.0 / rate
-    t = _dense_times(timing.times[0], timing.times[-1] + h, rate)[kept:]
-    (integral, position, speed), (integral_before, position_before, speed_before) = timing.at(t), timing.at(t - h)
-    along = np.clip((integral - integral_before) / h, timing.s[0], timing.s[-1])
-    sd, sdd = np.maximum((position - position_before) / h, 0.0), (speed - speed_before) / h
+    t = _dense_times(timing[0][0], timing[0][-1] + h, rate)[kept:]
+    along, sd, sdd = averaged(*timing, t, h)
     q, dq, ddq = path.joint_values(along)  # qd = q' sd, qdd = q' sdd + q'' sd^2
     out = {"t": t, "along": along, "q": q, "qd": dq * sd[:, None], "qdd": ddq * (sd**2)[:, None] + dq * sdd[:, None]}
     out.update(Q=path.placed(out["q"], True), QD=path.placed(out["qd"]), QDD=path.placed(out["qdd"]))
@@ -400,9 +370,11 @@ def _binding(model, path, along, ratios):
     kinds = list(ratios)
     flat = np.concatenate([ratios[kind] for kind in kinds], axis=1)  # (points, kind * nv)
     starts = np.minimum(np.searchsorted(along, path.trajectory.t[:-1]), along.size - 1)  # (along is increasing)
-    held = np.add.reduceat((flat >= 1.0 - AT_LIMIT).astype(np.int64), starts, axis=0)
-    worst = np.where(held.max(axis=1) > 0, np.argmax(held, axis=1),
-                     np.argmax(np.maximum.reduceat(flat, starts, axis=0), axis=1))
+    peaks = np.maximum.reduceat(flat, starts, axis=0)
+    reaching = np.flatnonzero((peaks >= 1.0 - AT_LIMIT).any(axis=0))  # (only these can be held)
+    held = np.add.reduceat((flat[:, reaching] >= 1.0 - AT_LIMIT).astype(np.int64), starts, axis=0)
+    worst = np.where(held.max(axis=1, initial=0) > 0, reaching[np.argmax(held, axis=1)] if reaching.size else 0,
+                     np.argmax(peaks, axis=1))
     return [(k, model.joint_names[w % model.nv], kinds[w // model.nv]) for k, w in enumerate(worst.tolist())]
 
 
@@ -446,7 +418,7 @@ def retime(model, trajectory, effort_margin=1.0, acceleration_limits=None, frict
         grid_times = _grid_times(path, s, x)
         threshold = SWITCH_JUMP * max(np.ptp(u), 1e-300) if threshold is None else threshold  # (the first solve's)
         kept = 0 if written is None else _unchanged(written["t"], x_before, x, grid_times)  # (only those recomputed)
-        written = _write_out(path, _Timing(s, x, u, grid_times), rate, limits, torques, written, kept)
+        written = _write_out(path, _timing(s, x, u, grid_times), rate, limits, torques, written, kept)
         samples = [written]
         if between_points:  # (the written ramp of a switch at a grid time starts there: centred half a period on)
             between = _check_between(written, between, kept, _switches(grid_times, u, threshold) + 0.5 / rate,

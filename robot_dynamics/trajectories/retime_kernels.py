@@ -1,6 +1,7 @@
-"""TOPP-RA's reachability analysis on a grid (Pham & Pham, "A new approach to time-optimal path
-parameterization based on reachability analysis", IEEE T-RO 2018), compiled: the kernel of
-:func:`robot_dynamics.trajectories.retime.retime`, which builds the rows and explains them.
+"""The compiled kernels of :func:`robot_dynamics.trajectories.retime.retime` (which explains them): the path's
+cubic spline with its two derivatives in one pass, the timing averaged over a period, and TOPP-RA's
+reachability analysis on a grid (Pham & Pham, "A new approach to time-optimal path parameterization
+based on reachability analysis", IEEE T-RO 2018).
 
 With ``u = sdd`` and ``x = sd^2`` every limit at a stage is a row ``A u + B x <= H``; with
 ``x_{i+1} = x_i + 2 delta_i u_i`` the sets of ``x`` from which the end is still reachable at rest are
@@ -12,7 +13,52 @@ import numpy as np
 
 from ..jit import njit
 
-__all__ = ["reachability"]
+__all__ = ["cubic_values", "averaged", "reachability"]
+
+
+@njit
+def cubic_values(breaks, coefficients, s):
+    """``(q, q', q'')`` (len(s), m) of a piecewise cubic at ``s``: ``coefficients`` (4, pieces, m) highest power
+    first in ``s - breaks[piece]`` (scipy's PPoly layout), the end pieces extended beyond the breaks."""
+    shape = (s.size, coefficients.shape[2])
+    q, dq, ddq = np.empty(shape), np.empty(shape), np.empty(shape)
+    pieces = np.minimum(np.maximum(np.searchsorted(breaks, s, side="right") - 1, 0), breaks.size - 2)
+    for k in range(s.size):
+        piece, d = pieces[k], s[k] - breaks[pieces[k]]
+        for j in range(q.shape[1]):
+            c0, c1, c2, c3 = (coefficients[0, piece, j], coefficients[1, piece, j], coefficients[2, piece, j],
+                              coefficients[3, piece, j])
+            q[k, j] = ((c0 * d + c1) * d + c2) * d + c3
+            dq[k, j] = (3.0 * c0 * d + 2.0 * c1) * d + c2
+            ddq[k, j] = 6.0 * c0 * d + 2.0 * c1
+    return q, dq, ddq
+
+
+@njit
+def _timing_at(times, s, sd, u, integrals, t):
+    """``(integral of s from times[0], s, sd)`` at the time ``t`` of the grid's timing: within segment ``i``
+    ``sdd = u_i``, so ``s`` is a parabola in ``t``; at rest at ``s_0`` before ``times[0]`` and at ``s_N`` after
+    the last; ``integrals``: of ``s`` up to each grid time."""
+    inside = min(max(t, times[0]), times[-1])
+    i = min(max(np.searchsorted(times, inside, side="right") - 1, 0), s.size - 2)
+    dt = inside - times[i]
+    integral = (integrals[i] + s[i] * dt + sd[i] * dt**2 / 2 + u[i] * dt**3 / 6
+                + s[0] * min(t - times[0], 0.0) + s[-1] * max(t - times[-1], 0.0))
+    return integral, s[i] + sd[i] * dt + u[i] * dt**2 / 2, max(sd[i] + u[i] * dt, 0.0)
+
+
+@njit
+def averaged(times, s, sd, u, integrals, t, h):
+    """``(s, sd, sdd)`` at the times ``t`` of the grid's timing (:func:`_timing_at`) averaged over the period
+    ``h`` before each: ``(S(t) - S(t - h)) / h`` with ``S`` the integral of ``s``, and so on for ``sd``, ``sdd``."""
+    along, speed, acceleration = np.empty(t.size), np.empty(t.size), np.empty(t.size)
+    for k in range(t.size):
+        integral, position, velocity = _timing_at(times, s, sd, u, integrals, t[k])
+        integral_before, position_before, velocity_before = _timing_at(times, s, sd, u, integrals, t[k] - h)
+        along[k] = min(max((integral - integral_before) / h, s[0]), s[-1])
+        speed[k] = max((position - position_before) / h, 0.0)
+        acceleration[k] = (velocity - velocity_before) / h
+    return along, speed, acceleration
 
 
 @njit
