@@ -13,8 +13,9 @@ Pham & Pham, IEEE T-RO 2018):
   ``|q' u + q'' x| <= qdd_max``;
 - on a grid ``s_0 .. s_N`` with ``x_{i+1} = x_i + 2 (s_{i+1} - s_i) u_i``; each stage also holds the next
   grid point's limits with the same ``u`` (TOPP-RA's "interpolation" discretization), so both one-sided
-  accelerations at every grid point are limited. ``x`` is linear in ``s`` on a stage, so the velocity
-  limits are checked inside the stages before anything is written, and tightened where passed.
+  accelerations at every grid point are limited. ``x`` is linear in ``s`` on a stage and ``|q'|`` is not,
+  so the largest ``x`` at each grid point is lowered where the chord to the next would pass a velocity
+  limit inside their stage (:func:`_speed_limits`).
 
 The timing is then written every ``1 / rate`` s (joint_trajectory_controller's samples) with the
 inverse-dynamics torque of every point as ``effort``. The optimum is bang-bang in ``sdd``: a
@@ -57,9 +58,8 @@ TIGHTENING_SLACK = 1e-3  # tighten by this much more than the excess found
 END_GAP = 1e-6  # s: the shortest interval between points written
 SWITCH_JUMP = 0.01  # a jump of the path acceleration this part of its range is a switch (_between_switches)
 BETWEEN = 7  # points checked inside each interval of the written points that holds a switch
-ROUNDING = 1e-9  # an excess between grid points this small is rounding (_speeding)
 AT_LIMIT = 0.01  # a value this part of its limit below it is at the limit (_binding)
-PROBES = 4  # points inside each stage where the velocity limits are checked before writing (_speeding)
+PROBES = 4  # points inside each stage where the velocity limits are kept (_speed_limits)
 
 
 class InfeasiblePath(TrajectoryError):
@@ -143,7 +143,7 @@ class _Path:
     def probes(self, s):
         """``(sigma, stage, |q'(sigma)|)``: :data:`PROBES` points inside each stage of the grid ``s``, the breaks
         and where a ``q'`` (quadratic on each piece) peaks (``q'' = 0``), the stage each lies in, and the model's
-        ``|q'|`` there: where the velocity limits are checked between the grid points (:func:`_speeding`)."""
+        ``|q'|`` there: where the velocity limits are kept between the grid points (:func:`_speed_limits`)."""
         c0, c1, length = self.coefficients[0], self.coefficients[1], np.diff(self.breaks)[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
             vertex = -c1 / (3.0 * c0)  # (pieces, m): q'' = 6 c0 d + 2 c1 = 0
@@ -156,14 +156,14 @@ class _Path:
 
 
 def _path_dynamics(path, s):
-    """``(q, q', q'', a, b, c)`` at the grid ``s``: ``tau = a sdd + b sd^2 + c`` (module docstring), from one
-    batched inverse-dynamics call over the three sets of states."""
+    """``(q, q', q'', a, b, c, probes)`` at the grid ``s``: ``tau = a sdd + b sd^2 + c`` (module docstring), from
+    one batched inverse-dynamics call over the three sets of states, and :meth:`_Path.probes`."""
     q, dq, ddq = path.model_values(s)
     zero = np.zeros_like(q)
     tau = inverse_dynamics(path.model, np.concatenate([q, q, q]), np.concatenate([zero, zero, dq]),
                            np.concatenate([zero, dq, ddq]))
     c, Mq, Mqq = np.split(tau, 3)
-    return q, dq, ddq, Mq - c, Mqq - c, c
+    return q, dq, ddq, Mq - c, Mqq - c, c, path.probes(s)
 
 
 def _friction_bounds(model, dq, x_bound):
@@ -199,21 +199,23 @@ def _rows(terms, effort, acceleration):
             np.ascontiguousarray(np.concatenate([H[:-1], H[1:]], axis=1)))
 
 
-def _speeding(probes, s, x, u, velocity):
-    """(N, nv) factors for the grid points' velocity limits where the timing ``(x, u)`` passes them between the
-    grid points (at :meth:`_Path.probes`; ``x`` is linear in ``s`` on a stage): that joint's limit at both ends of
-    the stage times 1 / ratio (less :data:`TIGHTENING_SLACK`); None where it passes none. No inverse dynamics: the
-    timing is solved again before a point is written."""
-    sigma, stage, slopes = probes
-    speed = np.sqrt(np.maximum(x[stage] + 2.0 * u[stage] * (sigma - s[stage]), 0.0))
-    ratio = slopes * speed[:, None] / velocity
-    points, joints = np.nonzero(ratio > 1.0 + ROUNDING)  # (the written points' own check is exact)
-    if points.size == 0:
-        return None
-    factors = np.ones((s.size, velocity.size))  # (x of a stage: between its ends' x)
-    for end in (stage[points], stage[points] + 1):
-        np.minimum.at(factors, (end, joints), 1.0 / (ratio[points, joints] * (1 + TIGHTENING_SLACK)))
-    return factors
+def _speed_limits(dq, probes, s, velocity):
+    """(N,) the largest ``x`` at each grid point within the velocity limits ``velocity`` (N, nv) there, lowered
+    where the chord between two grid points' would pass a limit inside their stage (``x`` is linear in ``s`` on
+    a stage, ``|q'|`` is not; at :meth:`_Path.probes`, under the lower of the stage's ends' limits): then both
+    ends by the same factor (less :data:`TIGHTENING_SLACK`), so every ``x`` within them stays within the limits
+    at the probes."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x_max = np.minimum(np.min(np.where(dq != 0, (velocity / np.abs(dq)) ** 2, np.inf), axis=1),
+                           MAX_PATH_SPEED_SQUARED)
+        sigma, stage, slopes = probes
+        limit = np.minimum(velocity[stage], velocity[stage + 1])
+        inside = np.min(np.where(slopes != 0, (limit / slopes) ** 2, np.inf), axis=1)
+        weight = (sigma - s[stage]) / (s[stage + 1] - s[stage])
+        chord = x_max[stage] + (x_max[stage + 1] - x_max[stage]) * weight
+        factors = np.ones(s.size - 1)
+        np.minimum.at(factors, stage, np.where(chord > inside, inside / (chord * (1 + TIGHTENING_SLACK)), 1.0))
+    return x_max * np.minimum(np.append(factors, 1.0), np.insert(factors, 0, 1.0))
 
 
 def _refuse(model, path, s, c, effort, why):
@@ -231,10 +233,8 @@ def _refuse(model, path, s, c, effort, why):
 def _parametrize(model, path, s, dynamics, effort, velocity, acceleration, friction):
     """``(x, u)`` on the grid ``s``: the fastest rest-to-rest timing (:func:`.retime_kernels.reachability`) within the limits
     ``effort``, ``velocity``, ``acceleration`` (N, nv): each grid point's."""
-    _, dq, ddq, a, b, c = dynamics
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x_max = np.min(np.where(dq != 0, (velocity / np.abs(dq)) ** 2, np.inf), axis=1)
-    x_max = np.minimum(x_max, MAX_PATH_SPEED_SQUARED)
+    _, dq, ddq, a, b, c, probes = dynamics
+    x_max = _speed_limits(dq, probes, s, velocity)
     zero = np.zeros_like(dq)
     bounds = _friction_bounds(model, dq, x_max) if friction else (zero, zero, zero, zero)
     if np.any(np.abs(c[[0, -1]]) > effort[[0, -1]]):  # (held at rest before and after: no acceleration helps)
@@ -399,7 +399,7 @@ def retime(model, trajectory, effort_margin=1.0, acceleration_limits=None, frict
     path = _Path(model, trajectory, notes)
     s = np.linspace(path.start, path.end, int(gridpoints))
     dynamics = _path_dynamics(path, s)
-    if not all(np.isfinite(part).all() for part in dynamics):
+    if not all(np.isfinite(part).all() for part in dynamics[:6]):
         raise TrajectoryError(f"{trajectory.source or 'the path'}: its torques are not finite (waypoints beyond "
                               "what can be computed)")
     if not np.any(dynamics[1]):
@@ -408,13 +408,9 @@ def retime(model, trajectory, effort_margin=1.0, acceleration_limits=None, frict
               "acceleration": _acceleration_limits(model, acceleration_limits)}
     scale = {kind: np.ones((s.size, model.nv)) for kind in limits}  # each grid point's limits as tightened
     torques = lambda Q, QD, QDD: _torques(model, Q, QD, QDD, friction, friction_velocity)  # noqa: E731
-    probes, written, between, x_before, threshold = path.probes(s), None, None, None, None
+    written = between = x_before = threshold = None
     for _ in range(TIGHTENING_ROUNDS):
         x, u = _parametrize(model, path, s, dynamics, *(scale[kind] * limits[kind] for kind in limits), friction)
-        speeding = _speeding(probes, s, x, u, limits["velocity"])
-        if speeding is not None:  # (between the grid points: solved again before anything is written)
-            scale["velocity"] *= speeding
-            continue
         grid_times = _grid_times(path, s, x)
         threshold = SWITCH_JUMP * max(np.ptp(u), 1e-300) if threshold is None else threshold  # (the first solve's)
         kept = 0 if written is None else _unchanged(written["t"], x_before, x, grid_times)  # (only those recomputed)
