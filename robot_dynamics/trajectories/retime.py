@@ -141,9 +141,10 @@ class _Path:
         return self.placed(q, True), self.placed(dq), self.placed(ddq)
 
     def probes(self, s):
-        """``(sigma, stage, |q'(sigma)|)``: :data:`PROBES` points inside each stage of the grid ``s``, the breaks
-        and where a ``q'`` (quadratic on each piece) peaks (``q'' = 0``), the stage each lies in, and the model's
-        ``|q'|`` there: where the velocity limits are kept between the grid points (:func:`_speed_limits`)."""
+        """Points ``sigma``: :data:`PROBES` inside each stage of the grid ``s``, the breaks and where a ``q'``
+        (quadratic on each piece) peaks (``q'' = 0``); as ``(stage, (sigma - s_stage) / delta_stage, each stage's
+        first, |q'(sigma)|)`` (the model's): where the velocity limits are kept between the grid points
+        (:func:`_speed_limits`)."""
         c0, c1, length = self.coefficients[0], self.coefficients[1], np.diff(self.breaks)[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
             vertex = -c1 / (3.0 * c0)  # (pieces, m): q'' = 6 c0 d + 2 c1 = 0
@@ -152,7 +153,8 @@ class _Path:
                                           (self.breaks[:-1, None] + vertex)[(vertex > 0) & (vertex < length)]]))
         sigma = sigma[(sigma > s[0]) & (sigma < s[-1])]
         stage = np.clip(np.searchsorted(s, sigma, side="right") - 1, 0, s.size - 2)
-        return sigma, stage, np.abs(self.placed(self.joint_values(sigma)[1]))
+        return (stage, (sigma - s[stage]) / (s[stage + 1] - s[stage]), np.searchsorted(stage, np.arange(s.size - 1)),
+                np.abs(self.placed(self.joint_values(sigma)[1])))
 
 
 def _path_dynamics(path, s):
@@ -208,13 +210,10 @@ def _speed_limits(dq, probes, s, velocity):
     with np.errstate(divide="ignore", invalid="ignore"):
         x_max = np.minimum(np.min(np.where(dq != 0, (velocity / np.abs(dq)) ** 2, np.inf), axis=1),
                            MAX_PATH_SPEED_SQUARED)
-        sigma, stage, slopes = probes
-        limit = np.minimum(velocity[stage], velocity[stage + 1])
-        inside = np.min(np.where(slopes != 0, (limit / slopes) ** 2, np.inf), axis=1)
-        weight = (sigma - s[stage]) / (s[stage + 1] - s[stage])
+        stage, weight, firsts, slopes = probes
+        inside = 1.0 / np.max(slopes / np.minimum(velocity[stage], velocity[stage + 1]), axis=1) ** 2
         chord = x_max[stage] + (x_max[stage + 1] - x_max[stage]) * weight
-        factors = np.ones(s.size - 1)
-        np.minimum.at(factors, stage, np.where(chord > inside, inside / (chord * (1 + TIGHTENING_SLACK)), 1.0))
+        factors = np.minimum.reduceat(np.where(chord > inside, inside / (chord * (1 + TIGHTENING_SLACK)), 1.0), firsts)
     return x_max * np.minimum(np.append(factors, 1.0), np.insert(factors, 0, 1.0))
 
 
