@@ -56,7 +56,7 @@ MAX_PATH_SPEED_SQUARED = 1e10  # x = sd^2 cap where nothing limits the speed (a 
 TIGHTENING_ROUNDS = 10  # re-solves with limits tightened where a limit was passed (_tightening)
 TIGHTENING_SLACK = 1e-3  # tighten by this much more than the excess found
 END_GAP = 1e-6  # s: the shortest interval between points written
-SWITCH_JUMP = 0.01  # a jump of the path acceleration this part of its range is a switch (_between_switches)
+SWITCH_JUMP = 0.01  # a jump of the path acceleration this part of its first range is a switch (_switches)
 BETWEEN = 7  # points checked inside each interval of the written points that holds a switch
 AT_LIMIT = 0.01  # a value this part of its limit below it is at the limit (_binding)
 PROBES = 4  # points inside each stage where the velocity limits are kept (_speed_limits)
@@ -230,8 +230,8 @@ def _refuse(model, path, s, c, effort, why):
 
 
 def _parametrize(model, path, s, dynamics, effort, velocity, acceleration, friction):
-    """``(x, u)`` on the grid ``s``: the fastest rest-to-rest timing (:func:`.retime_kernels.reachability`) within the limits
-    ``effort``, ``velocity``, ``acceleration`` (N, nv): each grid point's."""
+    """``(x, u)`` on the grid ``s``: the fastest rest-to-rest timing (:func:`.retime_kernels.reachability`) within
+    the limits ``effort``, ``velocity``, ``acceleration`` (N, nv): each grid point's."""
     _, dq, ddq, a, b, c, probes = dynamics
     x_max = _speed_limits(dq, probes, s, velocity)
     zero = np.zeros_like(dq)
