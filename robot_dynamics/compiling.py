@@ -115,10 +115,12 @@ def _jobs(parts):
                           received, received, 0)
         sensor.reading(q, qd, qd)
 
-    def reachability():  # retime's kernel (robot_dynamics.trajectories.retime), on a two-stage grid
-        from .trajectories.retime import _reachability
+    def reachability():  # retime's kernels (robot_dynamics.trajectories.retime), on a two-stage grid
+        from .trajectories.retime_kernels import averaged, cubic_values, reachability
 
-        _reachability(np.ones((1, 2)), np.zeros((1, 2)), np.ones((1, 2)), np.ones(2), np.ones(1))
+        reachability(np.ones((1, 2)), np.zeros((1, 2)), np.ones((1, 2)), np.ones(2), np.ones(1))
+        cubic_values(np.arange(2.0), np.ones((4, 1, 1)), np.ones(1))
+        averaged(np.arange(2.0), np.arange(2.0), np.ones(2), np.zeros(1), np.arange(2.0), np.ones(1), 1e-3)
 
     jobs = [load]
     if "dynamics_node" in parts:

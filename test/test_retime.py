@@ -169,7 +169,7 @@ def _rnea(oracle, q, qd, qdd):
     return np.array([pin.rnea(oracle, data, *state).copy() for state in zip(q, qd, qdd)])
 
 
-@pytest.mark.parametrize("options", [{}, {"effort_margin": 0.8}, {"acceleration_limits": 6.0}])
+@pytest.mark.parametrize("options", [{}, {"effort_margin": 0.8}, {"acceleration_limits": 6.0}, {"gridpoints": 100}])
 def test_panda_retimed_within_the_limits_judged_by_pinocchio(panda, options):
     """Payload and rotor inertia included: at every 1 kHz point Pinocchio's RNEA equals the effort given and
     stays within margin x the limit; velocities within theirs; check_trajectory agrees."""
@@ -200,6 +200,24 @@ def test_panda_between_the_points_the_controllers_spline_stays_within(panda):
     assert max(check.peak_velocity_fraction.values()) <= 1 + 1e-6
     points_only = check_trajectory(model, retime(model, _panda_path(model), between_points=False).trajectory, rate=8000.0)
     assert max(points_only.peak_effort_fraction.values()) > 1.005
+
+
+@pytest.mark.parametrize("gridpoints", [100, 1000])
+def test_panda_a_tightening_round_keeps_only_points_a_full_round_repeats(panda, monkeypatch, gridpoints):
+    """A round after a tightening recomputes only the points from the first grid point whose timing changed:
+    the result is the one recomputing every point, to the bit (and some rounds did keep points)."""
+    import robot_dynamics.trajectories.retime as module
+
+    model, _ = panda
+    unchanged, kept = module._unchanged, []
+    monkeypatch.setattr(module, "_unchanged", lambda *args: kept.append(unchanged(*args)) or kept[-1])
+    partial = retime(model, _panda_path(model), gridpoints=gridpoints)
+    monkeypatch.setattr(module, "_unchanged", lambda *args: 0)
+    full = retime(model, _panda_path(model), gridpoints=gridpoints)
+    assert max(kept) > 0
+    for name in ("t", "q", "qd", "qdd", "effort"):
+        np.testing.assert_array_equal(getattr(partial.trajectory, name), getattr(full.trajectory, name))
+    assert (partial.duration_after, partial.effort_margin) == (full.duration_after, full.effort_margin)
 
 
 def test_panda_duration_within_one_percent_of_toppra(panda):

@@ -3,19 +3,19 @@ feed-forward efforts of a trajectory.
 
 :func:`retime` keeps the waypoints' positions as the geometric path ``q(s)`` (a cubic spline through
 them, ``s`` the given waypoint times, so the path between waypoints is close to the planner's) and
-finds the fastest ``s(t)`` from rest to rest by TOPP-RA's reachability analysis (Pham & Pham, "A new
-approach to time-optimal path parameterization based on reachability analysis", IEEE T-RO 2018):
+finds the fastest ``s(t)`` from rest to rest by TOPP-RA's reachability analysis (:mod:`.retime_kernels`;
+Pham & Pham, IEEE T-RO 2018):
 
 - along the path ``qd = q' sd`` and ``qdd = q' sdd + q'' sd^2``, so with ``u = sdd`` and ``x = sd^2``
   every limit is linear in ``(u, x)``: the torque ``tau = a u + b x + c`` with ``a = M q'``,
   ``b = M q'' + C(q, q') q'`` and ``c = g(q)`` (three batched inverse-dynamics calls for the whole
   grid: rotor inertia, couplings and payload are the model's); ``|q'| sqrt(x) <= qd_max``;
   ``|q' u + q'' x| <= qdd_max``;
-- on a grid ``s_0 .. s_N`` with ``x_{i+1} = x_i + 2 (s_{i+1} - s_i) u_i`` the sets of ``x`` from which
-  the end is still reachable at rest are intervals, found backwards (each a linear programme in two
-  variables, solved by eliminating ``u``); then, forwards from rest, the largest ``u`` that stays in
-  them. Each stage also holds the next grid point's limits with the same ``u`` (TOPP-RA's
-  "interpolation" discretization), so both one-sided accelerations at every grid point are limited.
+- on a grid ``s_0 .. s_N`` with ``x_{i+1} = x_i + 2 (s_{i+1} - s_i) u_i``; each stage also holds the next
+  grid point's limits with the same ``u`` (TOPP-RA's "interpolation" discretization), so both one-sided
+  accelerations at every grid point are limited. ``x`` is linear in ``s`` on a stage and ``|q'|`` is not,
+  so the largest ``x`` at each grid point is lowered where the chord to the next would pass a velocity
+  limit inside their stage (:func:`_speed_limits`).
 
 The timing is then written every ``1 / rate`` s (joint_trajectory_controller's samples) with the
 inverse-dynamics torque of every point as ``effort``. The optimum is bang-bang in ``sdd``: a
@@ -24,7 +24,8 @@ to 8 % of the jump (16 % of a full reversal) whatever the spacing of the points,
 averaged over one period first (each jump becomes a ramp over one period; the motion lasts one
 period longer), which leaves about 2 %. Every result is checked at its points and on the quintic
 inside the intervals of those ramps; where a limit is passed (there, or between grid points), that
-joint's limit is tightened by the excess and the timing found again. So a result never exceeds
+joint's limit is tightened by the excess and the timing found again; the points before the first grid
+point whose timing changed are kept, with their efforts and checks. So a result never exceeds
 ``effort_margin`` times the effort limits, nor the velocity and acceleration limits, as a controller
 at ``rate`` samples it, whatever its phase (``between_points=False``: at the points only).
 
@@ -42,8 +43,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..jit import njit
 from ..rigid_body.dynamics import inverse_dynamics
+from .retime_kernels import averaged, cubic_values, reachability
 from .check import DEFAULT_FRICTION_VELOCITY, DEFAULT_RATE, MAX_SAMPLES, _placement, _torques, interpolate
 from .trajectory import MAX_DURATION, Trajectory, TrajectoryError
 
@@ -55,8 +56,10 @@ MAX_PATH_SPEED_SQUARED = 1e10  # x = sd^2 cap where nothing limits the speed (a 
 TIGHTENING_ROUNDS = 10  # re-solves with limits tightened where a limit was passed (_tightening)
 TIGHTENING_SLACK = 1e-3  # tighten by this much more than the excess found
 END_GAP = 1e-6  # s: the shortest interval between points written
-SWITCH_JUMP = 0.01  # a jump of the path acceleration this part of its range is a switch (_between_switches)
+SWITCH_JUMP = 0.01  # a jump of the path acceleration this part of its first range is a switch (_switches)
 BETWEEN = 7  # points checked inside each interval of the written points that holds a switch
+AT_LIMIT = 0.01  # a value this part of its limit below it is at the limit (_binding)
+PROBES = 4  # points inside each stage where the velocity limits are kept (_speed_limits)
 
 
 class InfeasiblePath(TrajectoryError):
@@ -80,85 +83,6 @@ class RetimeResult:
     binding: list
     gridpoints: int
     effort_margin: float  # the smallest margin finally used (below the one asked where tightened)
-
-
-# ----------------------------------------------------------------------------- the reachability analysis
-
-@njit
-def _x_interval(A, B, H, x_max, delta, next_low, next_high, lows, highs):
-    """The ``x`` with some ``u`` such that ``A u + B x <= H`` and ``next_low <= x + 2 delta u <= next_high``,
-    ``0 <= x <= x_max``: ``u`` eliminated (Fourier-Motzkin) from each pair of a lower and an upper bound
-    on it. Returns ``(low, high)``; ``low > high`` when there is none. ``lows``/``highs``: scratch."""
-    x_low, x_high = 0.0, x_max
-    n_low, n_high = 0, 0
-    for r in range(A.shape[0]):  # a u <= h - b x:  u <= or >= p x + q
-        a, b, h = A[r], B[r], H[r]
-        if abs(a) <= 1e-12 * (abs(b) + 1.0):
-            if b > 0.0:
-                x_high = min(x_high, h / b)
-            elif b < 0.0:
-                x_low = max(x_low, h / b)
-            elif h < 0.0:
-                return 1.0, 0.0
-        elif a > 0.0:
-            highs[n_high, 0], highs[n_high, 1] = -b / a, h / a
-            n_high += 1
-        else:
-            lows[n_low, 0], lows[n_low, 1] = -b / a, h / a
-            n_low += 1
-    step = 2.0 * delta
-    lows[n_low, 0], lows[n_low, 1] = -1.0 / step, next_low / step
-    highs[n_high, 0], highs[n_high, 1] = -1.0 / step, next_high / step
-    n_low += 1
-    n_high += 1
-    for i in range(n_low):
-        for j in range(n_high):
-            slope, room = lows[i, 0] - highs[j, 0], highs[j, 1] - lows[i, 1]  # slope x <= room
-            if slope > 0.0:
-                x_high = min(x_high, room / slope)
-            elif slope < 0.0:
-                x_low = max(x_low, room / slope)
-            elif room < -1e-9 * (abs(highs[j, 1]) + abs(lows[i, 1]) + 1.0):
-                return 1.0, 0.0
-    return x_low, x_high
-
-
-@njit
-def _largest_u(A, B, H, x, delta, next_low, next_high):
-    """The largest ``u`` with ``A u + B x <= H`` and ``next_low <= x + 2 delta u <= next_high`` at this ``x``
-    (the least violating one, the middle of the bounds, if rounding left none)."""
-    u_low, u_high = (next_low - x) / (2.0 * delta), (next_high - x) / (2.0 * delta)
-    for r in range(A.shape[0]):
-        a, room = A[r], H[r] - B[r] * x
-        if a > 1e-12:
-            u_high = min(u_high, room / a)
-        elif a < -1e-12:
-            u_low = max(u_low, room / a)
-    return u_high if u_high >= u_low else 0.5 * (u_low + u_high)
-
-
-@njit
-def _reachability(A, B, H, x_max, delta):
-    """TOPP-RA on a grid (module docstring): rows ``A[i] u + B[i] x <= H[i]`` of stage ``i`` (its own grid
-    point's and the next one's limits), ``x <= x_max[i]``, ``delta[i] = s_{i+1} - s_i``; at rest at both
-    ends. Returns ``(x, u, failed)``: ``x`` (N,) at the grid points, ``u`` (N-1,), and the first stage
-    whose set is empty (-1 if none)."""
-    N, R = x_max.shape[0], A.shape[1]
-    low, high = np.zeros(N), np.zeros(N)  # the controllable sets; the last is {0}
-    lows, highs = np.empty((R + 1, 2)), np.empty((R + 1, 2))
-    x, u = np.zeros(N), np.zeros(N - 1)
-    for i in range(N - 2, -1, -1):
-        low[i], high[i] = _x_interval(A[i], B[i], H[i], x_max[i], delta[i], low[i + 1], high[i + 1], lows, highs)
-        if low[i] > high[i] * (1.0 + 1e-9) + 1e-12:
-            return x, u, i
-        high[i] = max(high[i], low[i])
-    if low[0] > 1e-12:  # (at rest at the start)
-        return x, u, 0
-    for i in range(N - 1):
-        u[i] = _largest_u(A[i], B[i], H[i], x[i], delta[i], low[i + 1], high[i + 1])
-        x[i + 1] = min(max(x[i] + 2.0 * delta[i] * u[i], low[i + 1]), high[i + 1])
-        u[i] = (x[i + 1] - x[i]) / (2.0 * delta[i])
-    return x, u, -1
 
 
 # ----------------------------------------------------------------------------- the path and its limits
@@ -191,30 +115,57 @@ class _Path:
 
         self.model, self.trajectory = model, trajectory
         self.placement = _placement(model, trajectory, notes)
-        self.spline = CubicSpline(trajectory.t, trajectory.q, axis=0)
+        self.in_model_order = len(trajectory.joint_names) == model.nv and all(
+            np.array_equal(part, np.arange(model.nv)) for part in self.placement[1:])
+        spline = CubicSpline(trajectory.t, trajectory.q, axis=0)
+        self.breaks, self.coefficients = np.ascontiguousarray(spline.x), np.ascontiguousarray(spline.c)
         self.start, self.end = float(trajectory.t[0]), float(trajectory.t[-1])
 
-    def joint_values(self, s, order=0):
-        """The trajectory's joints' ``d^order q / ds^order`` at ``s`` (len(s), m)."""
-        return self.spline(s, order)
+    def joint_values(self, s):
+        """The trajectory's joints' ``(q, q', q'')`` at ``s`` (len(s), m) each."""
+        return cubic_values(self.breaks, self.coefficients, np.ascontiguousarray(s, dtype=float))
 
-    def model_values(self, s, order=0):
-        """The model's coordinates' ``d^order q / ds^order`` at ``s`` (len(s), nv)."""
+    def placed(self, values, positions=False):
+        """Joint values (len, m) in the model's coordinates (len, nv): the others at rest (``positions``) or 0 (the
+        values themselves when the trajectory names every joint in the model's order)."""
         rest, columns, indices = self.placement
-        out = np.tile(rest, (len(s), 1)) if order == 0 else np.zeros((len(s), self.model.nv))
-        out[:, indices] = self.spline(s, order)[:, columns]
+        if self.in_model_order:
+            return values
+        out = np.tile(rest, (len(values), 1)) if positions else np.zeros((len(values), self.model.nv))
+        out[:, indices] = values[:, columns]
         return out
+
+    def model_values(self, s):
+        """The model's coordinates' ``(q, q', q'')`` at ``s`` (len(s), nv) each."""
+        q, dq, ddq = self.joint_values(s)
+        return self.placed(q, True), self.placed(dq), self.placed(ddq)
+
+    def probes(self, s):
+        """Points ``sigma``: :data:`PROBES` inside each stage of the grid ``s``, the breaks and where a ``q'``
+        (quadratic on each piece) peaks (``q'' = 0``); as ``(stage, (sigma - s_stage) / delta_stage, each stage's
+        first, |q'(sigma)|)`` (the model's): where the velocity limits are kept between the grid points
+        (:func:`_speed_limits`)."""
+        c0, c1, length = self.coefficients[0], self.coefficients[1], np.diff(self.breaks)[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            vertex = -c1 / (3.0 * c0)  # (pieces, m): q'' = 6 c0 d + 2 c1 = 0
+        inside = np.linspace(0.0, 1.0, PROBES + 2)[1:-1]
+        sigma = np.unique(np.concatenate([(s[:-1, None] + np.diff(s)[:, None] * inside).ravel(), self.breaks,
+                                          (self.breaks[:-1, None] + vertex)[(vertex > 0) & (vertex < length)]]))
+        sigma = sigma[(sigma > s[0]) & (sigma < s[-1])]
+        stage = np.clip(np.searchsorted(s, sigma, side="right") - 1, 0, s.size - 2)
+        return (stage, (sigma - s[stage]) / (s[stage + 1] - s[stage]), np.searchsorted(stage, np.arange(s.size - 1)),
+                np.abs(self.placed(self.joint_values(sigma)[1])))
 
 
 def _path_dynamics(path, s):
-    """``(q, q', q'', a, b, c)`` at the grid ``s``: ``tau = a sdd + b sd^2 + c`` (module docstring), from one
-    batched inverse-dynamics call over the three sets of states."""
-    q, dq, ddq = (path.model_values(s, order) for order in range(3))
+    """``(q, q', q'', a, b, c, probes)`` at the grid ``s``: ``tau = a sdd + b sd^2 + c`` (module docstring), from
+    one batched inverse-dynamics call over the three sets of states, and :meth:`_Path.probes`."""
+    q, dq, ddq = path.model_values(s)
     zero = np.zeros_like(q)
     tau = inverse_dynamics(path.model, np.concatenate([q, q, q]), np.concatenate([zero, zero, dq]),
                            np.concatenate([zero, dq, ddq]))
     c, Mq, Mqq = np.split(tau, 3)
-    return q, dq, ddq, Mq - c, Mqq - c, c
+    return q, dq, ddq, Mq - c, Mqq - c, c, path.probes(s)
 
 
 def _friction_bounds(model, dq, x_bound):
@@ -250,6 +201,22 @@ def _rows(terms, effort, acceleration):
             np.ascontiguousarray(np.concatenate([H[:-1], H[1:]], axis=1)))
 
 
+def _speed_limits(dq, probes, s, velocity):
+    """(N,) the largest ``x`` at each grid point within the velocity limits ``velocity`` (N, nv) there, lowered
+    where the chord between two grid points' would pass a limit inside their stage (``x`` is linear in ``s`` on
+    a stage, ``|q'|`` is not; at :meth:`_Path.probes`, under the lower of the stage's ends' limits): then both
+    ends by the same factor (less :data:`TIGHTENING_SLACK`), so every ``x`` within them stays within the limits
+    at the probes."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x_max = np.minimum(np.min(np.where(dq != 0, (velocity / np.abs(dq)) ** 2, np.inf), axis=1),
+                           MAX_PATH_SPEED_SQUARED)
+        stage, weight, firsts, slopes = probes
+        inside = 1.0 / np.max(slopes / np.minimum(velocity[stage], velocity[stage + 1]), axis=1) ** 2
+        chord = x_max[stage] + (x_max[stage + 1] - x_max[stage]) * weight
+        factors = np.minimum.reduceat(np.where(chord > inside, inside / (chord * (1 + TIGHTENING_SLACK)), 1.0), firsts)
+    return x_max * np.minimum(np.append(factors, 1.0), np.insert(factors, 0, 1.0))
+
+
 def _refuse(model, path, s, c, effort, why):
     """InfeasiblePath naming the joint whose holding torque ``c`` is the largest part of its limit near ``s``."""
     fraction = np.abs(c) / effort  # (the rows of both near s)
@@ -263,18 +230,16 @@ def _refuse(model, path, s, c, effort, why):
 
 
 def _parametrize(model, path, s, dynamics, effort, velocity, acceleration, friction):
-    """``(x, u)`` on the grid ``s``: the fastest rest-to-rest timing (:func:`_reachability`) within the limits
-    ``effort``, ``velocity``, ``acceleration`` (N, nv): each grid point's."""
-    _, dq, ddq, a, b, c = dynamics
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x_max = np.min(np.where(dq != 0, (velocity / np.abs(dq)) ** 2, np.inf), axis=1)
-    x_max = np.minimum(x_max, MAX_PATH_SPEED_SQUARED)
+    """``(x, u)`` on the grid ``s``: the fastest rest-to-rest timing (:func:`.retime_kernels.reachability`) within
+    the limits ``effort``, ``velocity``, ``acceleration`` (N, nv): each grid point's."""
+    _, dq, ddq, a, b, c, probes = dynamics
+    x_max = _speed_limits(dq, probes, s, velocity)
     zero = np.zeros_like(dq)
     bounds = _friction_bounds(model, dq, x_max) if friction else (zero, zero, zero, zero)
     if np.any(np.abs(c[[0, -1]]) > effort[[0, -1]]):  # (held at rest before and after: no acceleration helps)
         _refuse(model, path, s[[0, -1]], c[[0, -1]], effort[[0, -1]], "at rest at its ends")
     delta = np.diff(s)
-    x, u, failed = _reachability(*_rows((dq, ddq, a, b, c, bounds, delta), effort, acceleration), x_max, delta)
+    x, u, failed = reachability(*_rows((dq, ddq, a, b, c, bounds, delta), effort, acceleration), x_max, delta)
     if failed >= 0:
         _refuse(model, path, s[failed:failed + 2], c[failed:failed + 2], effort[failed:failed + 2], "at any speed")
     stuck = np.flatnonzero((x[:-1] <= 0) & (x[1:] <= 0))  # (a stretch passed at no speed: in no time)
@@ -308,16 +273,20 @@ def _dense_times(start, end, rate):
     return np.append(times[times < end - END_GAP], end)
 
 
-def _between_switches(t, grid_times, u, ramp, Q, QD, QDD):
-    """``(times, (q, qd, qdd))`` of a controller's quintic between the written points, inside every interval that holds a
-    jump of the path acceleration ``u`` (a bang-bang switch: more than :data:`SWITCH_JUMP` of its range), at
+def _switches(grid_times, u, threshold):
+    """The grid times where ``u`` jumps by more than ``threshold`` (bang-bang switches), from rest and to rest."""
+    return np.concatenate([grid_times[[0, -1]], grid_times[1:-1][np.abs(np.diff(u)) > threshold]])
+
+
+def _between_switches(t, jumps, ramp, Q, QD, QDD, first):
+    """``(times, (q, qd, qdd))`` of a controller's quintic between the written points, inside every interval from
+    the ``first`` on that holds a jump of the path acceleration (:func:`_switches`) or its ramp's end, at
     :data:`BETWEEN` points each: there the quintic through both sides' accelerations overshoots them."""
-    jumps = np.concatenate([grid_times[[0, -1]],  # (from rest, and to rest)
-                            grid_times[1:-1][np.abs(np.diff(u)) > SWITCH_JUMP * max(np.ptp(u), 1e-300)]])
     ramps = np.concatenate([jumps - ramp / 2, jumps + ramp / 2])  # (the written ramp of each jump: both ends)
     intervals = np.unique(np.clip(np.searchsorted(t, ramps) - 1, 0, t.size - 2))
+    intervals = intervals[intervals >= first]
     if intervals.size == 0:
-        return None
+        return np.empty(0), (np.empty((0, Q.shape[1])),) * 3
     ends = np.union1d(intervals, intervals + 1)
     pieces = Trajectory(tuple(range(Q.shape[1])), t[ends], Q[ends], QD[ends], QDD[ends])
     inside = np.linspace(0.0, 1.0, BETWEEN + 2)[1:-1]
@@ -326,34 +295,11 @@ def _between_switches(t, grid_times, u, ramp, Q, QD, QDD):
     return times, interpolate(pieces, times)  # (the pieces' own segments between their pairs are never sampled)
 
 
-class _Timing:
-    """The grid's timing ``s(t)``: within segment ``i`` ``sdd = u_i``, so ``s`` is a parabola in ``t``; at rest
-    at ``s_0`` before the first grid time and at ``s_N`` after the last. ``position``, ``speed`` and
-    ``integral`` (of ``s`` from the first grid time) at any times."""
-
-    def __init__(self, s, x, u, grid_times):
-        self.s, self.sd, self.u, self.times = s, np.sqrt(x), u, grid_times
-        steps = np.diff(grid_times)
-        pieces = s[:-1] * steps + self.sd[:-1] * steps**2 / 2 + u * steps**3 / 6
-        self.integrals = np.concatenate([[0.0], np.cumsum(pieces)])
-
-    def _where(self, t):
-        inside = np.clip(t, self.times[0], self.times[-1])
-        segment = np.clip(np.searchsorted(self.times, inside, side="right") - 1, 0, self.s.size - 2)
-        return segment, inside - self.times[segment]
-
-    def position(self, t):
-        segment, dt = self._where(t)
-        return self.s[segment] + self.sd[segment] * dt + self.u[segment] * dt**2 / 2
-
-    def speed(self, t):
-        segment, dt = self._where(t)
-        return np.maximum(self.sd[segment] + self.u[segment] * dt, 0.0)
-
-    def integral(self, t):
-        segment, dt = self._where(t)
-        within = self.integrals[segment] + self.s[segment] * dt + self.sd[segment] * dt**2 / 2 + self.u[segment] * dt**3 / 6
-        return within + self.s[0] * np.minimum(t - self.times[0], 0.0) + self.s[-1] * np.maximum(t - self.times[-1], 0.0)
+def _timing(s, x, u, grid_times):
+    """The grid's timing as :func:`.retime_kernels.averaged` reads it: ``(times, s, sd, u, integrals)``."""
+    sd, steps = np.sqrt(x), np.diff(grid_times)
+    integrals = np.concatenate([[0.0], np.cumsum(s[:-1] * steps + sd[:-1] * steps**2 / 2 + u * steps**3 / 6)])
+    return grid_times, s, sd, u, integrals
 
 
 def _tightening(ratio, times, grid_times, period):
@@ -375,36 +321,59 @@ def _tightening(ratio, times, grid_times, period):
     return minimum_filter1d(factors, size=2 * reach + 1, axis=0, mode="nearest")
 
 
-def _write_out(path, s, x, u, grid_times, rate):
-    """``(t, s, sd, sdd)`` at :func:`_dense_times`: the grid's timing averaged over one period ``h = 1 / rate``
-    (``s(t)`` convolved with a box of width ``h``, in closed form: ``(S(t + h/2) - S(t - h/2)) / h`` with ``S``
-    its integral, and so on for ``sd`` and ``sdd``). The average turns each jump of ``sdd`` into a ramp over
-    one period, which a controller's quintic between the points follows without overshooting the jump
-    (module docstring); the motion starts ``h / 2`` early and ends ``h / 2`` late: it lasts ``h`` longer."""
-    timing, h = _Timing(s, x, u, grid_times), 1.0 / rate
-    t = _dense_times(grid_times[0], grid_times[-1] + h, rate)
-    centre = t - h / 2
-    ahead, behind = centre + h / 2, centre - h / 2
-    along = np.clip((timing.integral(ahead) - timing.integral(behind)) / h, s[0], s[-1])
-    sd = np.maximum((timing.position(ahead) - timing.position(behind)) / h, 0.0)
-    sdd = (timing.speed(ahead) - timing.speed(behind)) / h
-    return t, along, sd, sdd
+def _write_out(path, timing, rate, limits, torques, previous, kept):
+    """The points written every ``h = 1 / rate`` (:func:`_dense_times`): a dict of their times ``t``, path points
+    ``along``, the trajectory's joints' ``q, qd, qdd``, the model's states ``Q, QD, QDD`` and torques ``tau``, and
+    per limit (``limits``' keys) the ratios of the values to it. The timing (:func:`_timing`) is the grid's averaged
+    over the period before each point (:func:`.retime_kernels.averaged`: ``s(t)`` convolved with a box of width
+    ``h``): each jump of ``sdd`` becomes a ramp over one period, which a controller's quintic between the points
+    follows without overshooting the jump (module docstring); the motion lasts ``h`` longer. The first ``kept``
+    points are ``previous``'s (the timing unchanged there)."""
+    h = 1.0 / rate
+    t = _dense_times(timing[0][0], timing[0][-1] + h, rate)[kept:]
+    along, sd, sdd = averaged(*timing, t, h)
+    q, dq, ddq = path.joint_values(along)  # qd = q' sd, qdd = q' sdd + q'' sd^2
+    out = {"t": t, "along": along, "q": q, "qd": dq * sd[:, None], "qdd": ddq * (sd**2)[:, None] + dq * sdd[:, None]}
+    out.update(Q=path.placed(out["q"], True), QD=path.placed(out["qd"]), QDD=path.placed(out["qdd"]))
+    out["tau"] = torques(out["Q"], out["QD"], out["QDD"])
+    out.update((kind, np.abs(value) / limits[kind]) for kind, value in zip(limits, (out["tau"], out["QD"], out["QDD"])))
+    return {key: np.concatenate([previous[key][:kept], value]) for key, value in out.items()} if kept else out
 
 
-def _joint_states(values, along, sd, sdd):
-    """``(q, qd, qdd)`` at path points ``along`` run at ``sd``, ``sdd``: ``qd = q' sd``,
-    ``qdd = q' sdd + q'' sd^2``; ``values(s, order)`` the path's derivatives."""
-    dq = values(along, 1)
-    return values(along), dq * sd[:, None], values(along, 2) * (sd**2)[:, None] + dq * sdd[:, None]
+def _unchanged(t, x_before, x, grid_times):
+    """How many of the written points ``t`` a new timing ``x`` leaves as they were: those before the grid time
+    of the last grid point before the first whose ``x`` changed (a point averages the period before it)."""
+    first = np.argmax(x != x_before) if np.any(x != x_before) else x.size - 1
+    return int(np.searchsorted(t, grid_times[first - 1])) if first >= 1 else 0
+
+
+def _check_between(written, previous, kept, jumps, rate, limits, torques):
+    """The ratios to the limits (a dict as :func:`_write_out`'s) of a controller's quintic between the written
+    points where it overshoots (:func:`_between_switches`): ``previous``'s in the first ``kept`` points'
+    intervals, the rest computed."""
+    first = max(kept - 1, 0)
+    times, states = _between_switches(written["t"], jumps, 1.0 / rate, written["Q"], written["QD"], written["QDD"],
+                                      first)
+    out = {"t": times}
+    out.update((kind, np.abs(value) / limits[kind]) for kind, value in zip(limits, (torques(*states), *states[1:])))
+    if not kept:
+        return out
+    old = previous["t"] < written["t"][first]
+    return {key: np.concatenate([previous[key][old], value]) for key, value in out.items()}
 
 
 def _binding(model, path, along, ratios):
-    """Per waypoint segment ``(index, joint, limit)`` with the largest ratio of a value to its limit there
-    (a segment shorter than a period: at the point just after its start)."""
+    """Per waypoint segment ``(index, joint, limit)`` whose value is at its limit (within :data:`AT_LIMIT`) at the
+    most points there, else with the largest ratio of a value to its limit (a segment shorter than a period: at
+    the point just after its start); so a tie to rounding goes to the limit held longest."""
     kinds = list(ratios)
     flat = np.concatenate([ratios[kind] for kind in kinds], axis=1)  # (points, kind * nv)
     starts = np.minimum(np.searchsorted(along, path.trajectory.t[:-1]), along.size - 1)  # (along is increasing)
-    worst = np.argmax(np.maximum.reduceat(flat, starts, axis=0), axis=1)
+    peaks = np.maximum.reduceat(flat, starts, axis=0)
+    reaching = np.flatnonzero((peaks >= 1.0 - AT_LIMIT).any(axis=0))  # (only these can be held)
+    held = np.add.reduceat((flat[:, reaching] >= 1.0 - AT_LIMIT).astype(np.int64), starts, axis=0)
+    worst = np.where(held.max(axis=1, initial=0) > 0, reaching[np.argmax(held, axis=1)] if reaching.size else 0,
+                     np.argmax(peaks, axis=1))
     return [(k, model.joint_names[w % model.nv], kinds[w // model.nv]) for k, w in enumerate(worst.tolist())]
 
 
@@ -429,7 +398,7 @@ def retime(model, trajectory, effort_margin=1.0, acceleration_limits=None, frict
     path = _Path(model, trajectory, notes)
     s = np.linspace(path.start, path.end, int(gridpoints))
     dynamics = _path_dynamics(path, s)
-    if not all(np.isfinite(part).all() for part in dynamics):
+    if not all(np.isfinite(part).all() for part in dynamics[:6]):
         raise TrajectoryError(f"{trajectory.source or 'the path'}: its torques are not finite (waypoints beyond "
                               "what can be computed)")
     if not np.any(dynamics[1]):
@@ -437,39 +406,41 @@ def retime(model, trajectory, effort_margin=1.0, acceleration_limits=None, frict
     limits = {"effort": effort_margin * _limit(model.effort_limits), "velocity": _limit(model.velocity_limits),
               "acceleration": _acceleration_limits(model, acceleration_limits)}
     scale = {kind: np.ones((s.size, model.nv)) for kind in limits}  # each grid point's limits as tightened
+    torques = lambda Q, QD, QDD: _torques(model, Q, QD, QDD, friction, friction_velocity)  # noqa: E731
+    written = between = x_before = threshold = None
     for _ in range(TIGHTENING_ROUNDS):
         x, u = _parametrize(model, path, s, dynamics, *(scale[kind] * limits[kind] for kind in limits), friction)
         grid_times = _grid_times(path, s, x)
-        t, along, sd, sdd = _write_out(path, s, x, u, grid_times, rate)
-        Q, QD, QDD = _joint_states(path.model_values, along, sd, sdd)
-        tau = _torques(model, Q, QD, QDD, friction, friction_velocity)
-        ratios = {kind: np.abs(value) / limits[kind] for kind, value in zip(limits, (tau, QD, QDD))}
-        samples = [(t, ratios)]
-        between = _between_switches(t, grid_times + 0.5 / rate, u, 1.0 / rate, Q, QD, QDD) if between_points else None
-        if between is not None:
-            times, states = between
-            values = (_torques(model, *states, friction, friction_velocity), *states[1:])
-            samples.append((times, {kind: np.abs(value) / limits[kind] for kind, value in zip(limits, values)}))
-        worst = {kind: max(ratio[kind].max() for _, ratio in samples) for kind in limits}
+        threshold = SWITCH_JUMP * max(np.ptp(u), 1e-300) if threshold is None else threshold  # (the first solve's)
+        kept = 0 if written is None else _unchanged(written["t"], x_before, x, grid_times)  # (only those recomputed)
+        written = _write_out(path, _timing(s, x, u, grid_times), rate, limits, torques, written, kept)
+        samples = [written]
+        if between_points:  # (the written ramp of a switch at a grid time starts there: centred half a period on)
+            between = _check_between(written, between, kept, _switches(grid_times, u, threshold) + 0.5 / rate,
+                                     rate, limits, torques)
+            samples.append(between)
+        worst = {kind: max(sample[kind].max(initial=0.0) for sample in samples) for kind in limits}
         if max(worst.values()) <= 1.0:
             break
-        for times, ratio in samples:
+        for sample in samples:
             for kind in limits:
-                scale[kind] *= _tightening(ratio[kind], times, grid_times + 0.5 / rate, 1.0 / rate)
+                if sample[kind].max(initial=0.0) > 1.0:
+                    scale[kind] *= _tightening(sample[kind], sample["t"], grid_times + 0.5 / rate, 1.0 / rate)
+        x_before = x
     else:
         excess = max(worst.values()) - 1
         raise TrajectoryError(f"{trajectory.source or 'the path'}: after {TIGHTENING_ROUNDS} tightenings the timing "
                               f"still exceeds a limit between grid points (by {100 * excess:.3g} %): give more grid points")
-    _, columns, indices = path.placement
-    q, qd, qdd = _joint_states(path.joint_values, along, sd, sdd)  # (mimic joints named: their own path column)
+    _, columns, indices = path.placement  # (mimic joints named: their own path column)
+    t, along, q, qd, qdd = (written[key] for key in ("t", "along", "q", "qd", "qdd"))
     effort = np.zeros_like(q)
-    effort[:, columns] = tau[:, indices]
+    effort[:, columns] = written["tau"][:, indices]
     if columns.size < q.shape[1]:
         notes.append("mimic joints named in the trajectory: their efforts are left 0 (their masters carry them)")
     retimed = Trajectory(trajectory.joint_names, t, q, qd, qdd, effort, source=f"{trajectory.source} (retimed)".strip(),
                          notes=notes)
     return RetimeResult(retimed, float(trajectory.t[-1] - trajectory.t[0]), float(t[-1] - t[0]),
-                        _binding(model, path, along, ratios), int(gridpoints),
+                        _binding(model, path, along, {kind: written[kind] for kind in limits}), int(gridpoints),
                         float(effort_margin * scale["effort"].min()))
 
 
