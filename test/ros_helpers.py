@@ -7,6 +7,7 @@ The ROS_DOMAIN_ID and localhost-only discovery are set by conftest.py before rcl
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 import time
@@ -96,6 +97,22 @@ class Collector:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+                self._cond.wait(left)
+
+    def wait_count(self, count: int, since: float, timeout: float = 30.0, what: str = "messages"):
+        """The first ``count`` kept messages that arrived after ``since`` (a time.monotonic() value), waiting
+        up to ``timeout``: counted, not timed, so that a loaded machine pausing the graph for a moment only
+        makes the wait longer (a stream at a known rate: a count is a lower bound on its time)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                first = bisect.bisect_left(self.times, since)  # (arrival times only grow)
+                if len(self.messages) - first >= count:
+                    return self.messages[first:first + count]
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"timed out after {timeout} s waiting for {count} {what}: "
+                                         f"{len(self.messages) - first} came")
                 self._cond.wait(left)
 
     def find(self, predicate):
