@@ -88,7 +88,9 @@ class Collector:
         ``since`` (a time.monotonic() value) only messages that arrived after it count."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            seen = 0
+            # (arrival times only grow: with ``since``, the messages before it are not looked at, nor is the
+            # subscription's callback kept waiting for the lock while a long history is scanned)
+            seen = 0 if since is None else bisect.bisect_left(self.times, since)
             while True:
                 for msg, t in zip(self.messages[seen:], self.times[seen:]):
                     if (since is None or t >= since) and predicate(msg):
