@@ -87,19 +87,21 @@ class Collector:
         """The first kept message satisfying ``predicate`` (waiting up to ``timeout``); with
         ``since`` (a time.monotonic() value) only messages that arrived after it count."""
         deadline = time.monotonic() + timeout
-        with self._cond:
-            # (arrival times only grow: with ``since``, the messages before it are not looked at, nor is the
-            # subscription's callback kept waiting for the lock while a long history is scanned)
+        with self._cond:  # (arrival times only grow: with ``since``, the older history is not looked at)
             seen = 0 if since is None else bisect.bisect_left(self.times, since)
-            while True:
-                for msg, t in zip(self.messages[seen:], self.times[seen:]):
-                    if (since is None or t >= since) and predicate(msg):
-                        return msg
-                seen = len(self.messages)
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-                self._cond.wait(left)
+        while True:
+            with self._cond:  # (scanned outside the lock: the subscription's callback never waits for a scan)
+                fresh, times = self.messages[seen:], self.times[seen:]
+            for msg, t in zip(fresh, times):
+                if (since is None or t >= since) and predicate(msg):
+                    return msg
+            seen += len(fresh)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+            with self._cond:
+                if len(self.messages) == seen:
+                    self._cond.wait(left)
 
     def wait_count(self, count: int, since: float, timeout: float = 30.0, what: str = "messages"):
         """The first ``count`` kept messages that arrived after ``since`` (a time.monotonic() value), waiting
