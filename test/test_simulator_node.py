@@ -182,7 +182,7 @@ class Rig:
         values = dict(zip(msg.name, getattr(msg, field)))
         return np.array([values[n] for n in self.model.joint_names])
 
-    def simulation_status(self, predicate, timeout=5.0, what="a simulation status"):
+    def simulation_status(self, predicate, timeout=30.0, what="a simulation status"):
         def matching(array):
             return any(s.name.endswith(": simulation") and predicate(s) for s in array.status)
         t0 = time.monotonic()
