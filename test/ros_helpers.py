@@ -1,7 +1,9 @@
 """Helpers for the ROS 2 end-to-end tests: node processes, a test node spinning in a thread,
 message collectors that wait on events, parameter calls, robots from example-robot-data.
 
-Nothing here sleeps a fixed time to "let discovery happen": everything polls with a timeout.
+Nothing here sleeps a fixed time to "let discovery happen": everything polls with a timeout. A test that
+needs messages to have arrived waits for them (``Collector.wait_for``, ``wait_count``: a count, a stamp, a
+condition) with a generous timeout, never a fixed sleep: a loaded machine may pause the graph for a second.
 The ROS_DOMAIN_ID and localhost-only discovery are set by conftest.py before rclpy is used.
 """
 
