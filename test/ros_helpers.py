@@ -1,12 +1,15 @@
 """Helpers for the ROS 2 end-to-end tests: node processes, a test node spinning in a thread,
 message collectors that wait on events, parameter calls, robots from example-robot-data.
 
-Nothing here sleeps a fixed time to "let discovery happen": everything polls with a timeout.
+Nothing here sleeps a fixed time to "let discovery happen": everything polls with a timeout. A test that
+needs messages to have arrived waits for them (``Collector.wait_for``, ``wait_count``: a count, a stamp, a
+condition) with a generous timeout, never a fixed sleep: a loaded machine may pause the graph for a second.
 The ROS_DOMAIN_ID and localhost-only discovery are set by conftest.py before rclpy is used.
 """
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 import time
@@ -86,16 +89,36 @@ class Collector:
         """The first kept message satisfying ``predicate`` (waiting up to ``timeout``); with
         ``since`` (a time.monotonic() value) only messages that arrived after it count."""
         deadline = time.monotonic() + timeout
+        with self._cond:  # (arrival times only grow: with ``since``, the older history is not looked at)
+            seen = 0 if since is None else bisect.bisect_left(self.times, since)
+        while True:
+            with self._cond:  # (scanned outside the lock: the subscription's callback never waits for a scan)
+                fresh, times = self.messages[seen:], self.times[seen:]
+            for msg, t in zip(fresh, times):
+                if (since is None or t >= since) and predicate(msg):
+                    return msg
+            seen += len(fresh)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+            with self._cond:
+                if len(self.messages) == seen:
+                    self._cond.wait(left)
+
+    def wait_count(self, count: int, since: float, timeout: float = 30.0, what: str = "messages"):
+        """The first ``count`` kept messages that arrived after ``since`` (a time.monotonic() value), waiting
+        up to ``timeout``: counted, not timed, so that a loaded machine pausing the graph for a moment only
+        makes the wait longer (a stream at a known rate: a count is a lower bound on its time)."""
+        deadline = time.monotonic() + timeout
         with self._cond:
-            seen = 0
             while True:
-                for msg, t in zip(self.messages[seen:], self.times[seen:]):
-                    if (since is None or t >= since) and predicate(msg):
-                        return msg
-                seen = len(self.messages)
+                first = bisect.bisect_left(self.times, since)  # (arrival times only grow)
+                if len(self.messages) - first >= count:
+                    return self.messages[first:first + count]
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+                    raise AssertionError(f"timed out after {timeout} s waiting for {count} {what}: "
+                                         f"{len(self.messages) - first} came")
                 self._cond.wait(left)
 
     def find(self, predicate):

@@ -147,7 +147,7 @@ class Loop:
         dynamics node's computed torques (its effort_command holds gravity until it hears desired_state, so
         effort_command alone does not say the loop is closed)."""
         series, what = ("commands", "effort_command") if self.pd_gains is not None else ("computed", "computed_torques")
-        wait_until(lambda: sum(t > since for t in list(getattr(self, series))) >= count, 10.0, what)
+        wait_until(lambda: sum(t > since for t in list(getattr(self, series))) >= count, 30.0, what)
 
     def run(self, record=RECORD):
         """:meth:`run_once`, repeated once if a process stalled during it.
@@ -179,6 +179,15 @@ class Loop:
         start = time.monotonic()
         self.call(SetBool, f"{SIMULATOR}/pause", SetBool.Request(data=False))
         time.sleep(record)
+        # and on until the window holds ``record`` s of stamps and 70 % of the states published over them (a
+        # loaded machine that pauses this process loses states of this best-effort subscription meanwhile)
+        wanted = 0.7 * 500 * record
+
+        def recorded():
+            with self.lock:
+                window = [s[3] for s in self.states if s[0] >= start]
+            return len(window) >= wanted and window[-1] - window[0] >= record
+        wait_until(recorded, 60.0, f"{record:g} s of joint states (their stamps), {wanted:.0f} of them")
         end = time.monotonic()
         with self.lock:
             states = [s for s in self.states if start <= s[0] <= end]

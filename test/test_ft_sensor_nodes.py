@@ -3,6 +3,7 @@ callbacks called directly: test/in_process.py), the parameters refused with reas
 reading (a Simulator stepped here), and both nodes over ROS: a payload the simulator carries as one more
 fixed link, a tare, free motion and a 15 N push at the tool (realtime)."""
 
+import bisect
 import math
 import time
 
@@ -229,6 +230,9 @@ def loop(tmp_path_factory, arm7):
     dyn_params = write_params(tmp / "dyn.yaml", {
         "robot_description": arm7, "command_source": "computed", "publish_mass_matrix": False,
         "ft_sensor.frame": FRAME, "ft_sensor.range": [200.0, 20.0], **PAYLOAD,
+        # a test process that a loaded machine pauses for more than the default 0.1 s between two desired
+        # states must not make effort_command hold gravity meanwhile (the arm pushed at POSE would float away)
+        "desired_timeout": 1.0,
     })
     harness = RosHarness("ft_probe")
     simulator = NodeProcess("simulator_node", tmp / "sim.log", sim_params)
@@ -284,22 +288,31 @@ def hand_state(loop):
     return np.array([values[n] for n in loop["model"].joint_names])
 
 
-def settled(loop, timeout=20.0):
-    """Wait until the arm is at rest: over the last 0.2 s of joint states it moved less than 1e-4 rad."""
+def stamp(msg):
+    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+
+
+def settled(loop, timeout=30.0):
+    """Wait until the arm is at rest: over the last 0.2 s of joint states (200 states at 1 kHz spanning 0.2 s of
+    simulated time, the last one just in: not a paused stream's last ones) it moved less than 1e-4 rad."""
     deadline = time.monotonic() + timeout
     while True:
-        since = time.monotonic() - 0.2
-        q = np.array([[dict(zip(m.name, m.position))[n] for n in loop["model"].joint_names]
-                      for t, m in zip(loop["states"].times, loop["states"].messages) if t >= since])
-        if len(q) > 10 and np.ptp(q, axis=0).max() < 1e-4:
-            return
+        messages, arrived = loop["states"].messages[-200:], loop["states"].times[-1:]
+        if len(messages) == 200 and stamp(messages[-1]) - stamp(messages[0]) > 0.19 and arrived[0] > time.monotonic() - 0.1:
+            q = np.array([[dict(zip(m.name, m.position))[n] for n in loop["model"].joint_names] for m in messages])
+            if np.ptp(q, axis=0).max() < 1e-4:
+                return stamp(messages[-1])
         assert time.monotonic() < deadline, "the arm did not come to rest"
         time.sleep(0.1)
 
 
-def recent(loop, seconds):
-    since = time.monotonic() - seconds
-    return [m for t, m in zip(loop["compensated"].times, loop["compensated"].messages) if t >= since]
+def readings_over(loop, seconds, count, timeout=60.0):
+    """The compensated readings that arrive from now on over at least ``seconds`` of wall time (the desired
+    motion's clock) and until there are at least ``count`` of them (a loaded machine may pause the graph)."""
+    collector, since = loop["compensated"], time.monotonic()
+    time.sleep(seconds)
+    collector.wait_count(count, since, timeout, "compensated readings")
+    return collector.messages[bisect.bisect_left(collector.times, since):]
 
 
 def readings_from_now(loop, count, timeout=20.0):
@@ -321,15 +334,17 @@ def test_over_ros_tare_then_free_motion_then_a_15_N_push(loop):
     (every joint 0.3 rad at 0.5 Hz) with the 2 kg payload is within 2 % of the payload's weight (RMS), and
     a 15 N push at the tool held still reads within 3 % of the push (moment: about the sensor's origin)."""
     harness = loop["harness"]
-    time.sleep(1.0)  # (held at POSE by computed torque)
+    now = stamp(loop["states"].messages[-1])  # (held at POSE by computed torque: 1 s of simulated time, at rest)
+    loop["states"].wait_for(lambda m: stamp(m) >= now + 1.0, timeout=30.0, what="1 s of simulated time at POSE")
+    settled(loop)
     response = harness.call(Trigger, "/robot_dynamics/tare_ft_sensor", Trigger.Request())
     assert response.success, response.message
     still = np.array([force_of(m) for m in readings_from_now(loop, 200)])
     assert np.abs(still.mean(axis=0)).max() < 0.05, still.mean(axis=0)  # the bias is gone
 
     loop["motion"]["start"] = time.monotonic()
-    time.sleep(5.0)
-    moving = np.array([force_of(m) for m in recent(loop, 3.0)])  # (steady amplitude from 1 s on)
+    time.sleep(2.0)  # (steady amplitude from 1 s on)
+    moving = np.array([force_of(m) for m in readings_over(loop, 3.0, 1000)])
     rms = float(np.sqrt((np.linalg.norm(moving, axis=1) ** 2).mean()))
     print(f"\nfree motion: {len(moving)} compensated readings, RMS |force| {rms:.4f} N = {100 * rms / WEIGHT:.2f} % "
           f"of the payload's weight")
@@ -340,9 +355,12 @@ def test_over_ros_tare_then_free_motion_then_a_15_N_push(loop):
     settled(loop)  # (the push's world direction is taken from the hand at rest)
     hand = lambda: rd.frame_pose(loop["model"], hand_state(loop), FRAME)[:3, :3]  # noqa: E731
     pushed_along = hand() @ PUSH  # (world axes: the simulator holds the push there while the arm gives way)
+    pushed_at = stamp(loop["states"].messages[-1])
     push(loop, PUSH)
     try:
-        time.sleep(1.5)  # (the arm gives way a little and comes to rest)
+        # (the arm gives way a little and comes to rest: 1.5 s of simulated time, then at rest)
+        loop["states"].wait_for(lambda m: stamp(m) >= pushed_at + 1.5, timeout=30.0, what="1.5 s simulated after the push")
+        settled(loop)
         held = readings_from_now(loop, 500)
         force = np.array([force_of(m) for m in held]).mean(axis=0)
         moment = np.array([[m.wrench.torque.x, m.wrench.torque.y, m.wrench.torque.z] for m in held]).mean(axis=0)

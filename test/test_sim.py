@@ -45,12 +45,24 @@ def _sim_command():
 
 
 def _sim(*args, log_dir):
-    """``robot-dynamics sim ARGS`` in its own session; its output lines gathered by a thread."""
+    """``robot-dynamics sim ARGS`` in its own session; its output lines gathered by a thread, each with the
+    time.monotonic() at which it was read (``line_times``)."""
     process = subprocess.Popen([*_sim_command(), "sim", *args, "--log-dir", str(log_dir)], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    process.lines = []
-    threading.Thread(target=lambda: process.lines.extend(iter(process.stdout.readline, "")), daemon=True).start()
+    process.lines, process.line_times = [], []
+
+    def read():
+        for line in iter(process.stdout.readline, ""):
+            process.line_times.append(time.monotonic())
+            process.lines.append(line)
+    process.reader = threading.Thread(target=read, daemon=True)
+    process.reader.start()
     return process
+
+
+def _line_time(process, pattern):
+    """When the first line matching ``pattern`` was read (time.monotonic())."""
+    return next(t for t, line in zip(list(process.line_times), list(process.lines)) if re.search(pattern, line))
 
 
 def _read_until(process, pattern, timeout=UP_TIMEOUT):
@@ -78,7 +90,8 @@ def _interrupt(process, output, signum=signal.SIGINT):
 def _ended_cleanly(process, output):
     """The whole output of an ended command: exit status 0, every node pid it printed gone."""
     pids = [int(pid) for pid in re.findall(r"\(pid (\d+)\)", output)]
-    time.sleep(0.2)
+    process.reader.join(30)  # (all of its output: the pipe closed)
+    assert not process.reader.is_alive(), "the command's output did not end within 30 s of its exit"
     rest = "".join(process.lines)
     assert process.returncode == 0, rest
     assert len(pids) >= 2 and all(not _alive(pid) for pid in pids), (pids, output + rest)
@@ -195,7 +208,7 @@ def test_sim_stops_by_itself_after_its_duration(harness, tmp_path):
     process = _sim(*documented.split()[2:], log_dir=tmp_path / "logs")
     try:
         output = _read_until(process, r"^running for 10 s")
-        running_since = time.monotonic()
+        running_since = _line_time(process, r"^running for 10 s")  # (read as it came, whenever this test looked)
         process.wait(60)
         ran = time.monotonic() - running_since
         rest = _ended_cleanly(process, output)
@@ -238,7 +251,10 @@ def test_sim_without_trajectory_in_a_namespace_holds_the_arm(harness, tmp_path):
             time.sleep(0.01)
             if len(torques.messages) > 200:
                 break
-        for _ in range(300):  # 3 s more: kp 100, kd 20 settle within about 1 s
+        # 3 s of simulated time more (1500 joint states at 500 Hz, counted): kp 100, kd 20 settle within about 1 s
+        since = time.monotonic()
+        while sum(t >= since for t in states.times[-1500:]) < 1500:
+            assert time.monotonic() < since + 60.0, "no 1500 joint states (3 s simulated) within 60 s"
             publish()
             time.sleep(0.01)
         reached = _positions(states.messages[-1], model.joint_names)

@@ -47,7 +47,7 @@ import robot_dynamics as rd  # noqa: E402
 from robot_dynamics.tools.benchmarks.robots import panda7_urdf  # noqa: E402
 
 from ros_helpers import (  # noqa: E402
-    Collector, NodeProcess, RosHarness, wait_until, write_params,
+    WAIT_TIMEOUT, Collector, NodeProcess, RosHarness, publish_until, wait_until, write_params,
 )
 
 NODE = "/robot_dynamics_simulator"
@@ -140,7 +140,7 @@ class Rig:
         assert response.success
         return response
 
-    def after(self, t0, predicate=lambda m: True, timeout=10.0, what="joint_states"):
+    def after(self, t0, predicate=lambda m: True, timeout=30.0, what="joint_states"):
         """The first joint_states message received after monotonic time t0 satisfying predicate."""
         return self.states.wait_for(lambda r: r.t > t0 and predicate(r.msg), timeout=timeout, what=what).msg
 
@@ -150,6 +150,23 @@ class Rig:
     def latest(self, settle=0.05):
         time.sleep(settle)
         return self.states.messages[-1].msg
+
+    def counted(self, count, since, what="joint_states"):
+        """The first ``count`` joint_states received after monotonic time ``since`` (500 per second of
+        simulated time: counted, not timed, however long a loaded machine pauses the graph)."""
+        return [r.msg for r in self.states.wait_count(count, since, what=what)]
+
+    def frozen(self, since, count=50, timeout=30.0):
+        """``count`` joint_states in a row with one stamp, received after ``since``: the state a paused or
+        stopped simulation keeps publishing (waited for: messages published before may still be on their way)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            run = self.since(since)[-count:]
+            if len(run) == count and len({stamp(m) for m in run}) == 1:
+                return run
+            assert time.monotonic() < deadline, (f"no {count} joint_states in a row with one stamp within {timeout} s "
+                                                 f"(the last stamps {[stamp(m) for m in run[-5:]]})")
+            time.sleep(0.02)
 
     def send_named(self, names, efforts):
         self.named.publish(JointState(name=list(names), effort=[float(e) for e in efforts]))
@@ -165,7 +182,7 @@ class Rig:
         values = dict(zip(msg.name, getattr(msg, field)))
         return np.array([values[n] for n in self.model.joint_names])
 
-    def simulation_status(self, predicate, timeout=5.0, what="a simulation status"):
+    def simulation_status(self, predicate, timeout=30.0, what="a simulation status"):
         def matching(array):
             return any(s.name.endswith(": simulation") and predicate(s) for s in array.status)
         t0 = time.monotonic()
@@ -199,6 +216,7 @@ def test_joint_states_rate_names_and_the_initial_state(rig, model):
     rate = float(dict((kv.key, kv.value) for kv in status.values)["joint_states per second"])
     assert 450 < rate < 550, f"joint_states at {rate:.0f} Hz (the node's count), publish_rate 500"
     window = [r.msg for r in rig.states.messages if r.t > t0 + 0.2]
+    assert len(window) > 100, f"{len(window)} joint_states over a whole diagnostics period"
     spacing = np.diff([stamp(m) for m in window])
     assert np.median(spacing) == pytest.approx(0.002, abs=1e-6)
     assert spacing.min() > 0
@@ -208,12 +226,17 @@ def test_joint_states_rate_names_and_the_initial_state(rig, model):
 def test_effort_command_is_applied_and_accelerates_along_m_inverse_tau(rig, model):
     rig.set(gravity=[0.0, 0.0, 0.0])
     tau = np.array([0.2, -0.3, 0.1, 0.2, 0.03, -0.02, 0.01])  # ~1 rad/s^2: small motion, M(q) ~ M(home)
-    t0 = time.monotonic()
     rig.reset()
-    while time.monotonic() - t0 < 0.3:
+    t0 = time.monotonic()
+
+    def publish():
         rig.command.publish(Float64MultiArray(data=tau.tolist()))
-        time.sleep(0.01)
-    msg = rig.latest()
+
+    applied = publish_until(publish, rig.states, lambda r: r.t > t0 and np.array_equal(rig.by_name(r.msg, "effort"), tau),
+                            timeout=WAIT_TIMEOUT, what="joint_states with the command applied").msg
+    # 0.3 s of simulated time under the command (its stamps), however long the machine takes for it
+    msg = publish_until(publish, rig.states, lambda r: stamp(r.msg) >= stamp(applied) + 0.3, timeout=30.0,
+                        what="0.3 s of simulated time under the command").msg
     np.testing.assert_array_equal(rig.by_name(msg, "effort"), tau)
     qd = rig.by_name(msg, "velocity")
     expected = np.linalg.solve(rd.mass_matrix(model, HOME), tau)
@@ -284,7 +307,7 @@ def test_command_timeout_zeroes_a_stale_command_and_warns_once(rig):
     rig.set(gravity=[0.0, 0.0, 0.0], command_timeout=0.2)
     rig.send_named(["panda_joint3"], [1.0])
     rig.after(time.monotonic(), lambda m: m.effort[2] == 1.0, what="the command")
-    msg = rig.after(time.monotonic(), lambda m: m.effort[2] == 0.0, timeout=2.0, what="zero torque after the timeout")
+    msg = rig.after(time.monotonic(), lambda m: m.effort[2] == 0.0, timeout=30.0, what="zero torque after the timeout")
     assert np.all(np.asarray(msg.effort) == 0.0)
     log = rig.process.wait_log("no effort command for ['panda_joint3'] in the last 0.2 s")
     assert log.count("no effort command for ['panda_joint3']") == 1
@@ -293,12 +316,15 @@ def test_command_timeout_zeroes_a_stale_command_and_warns_once(rig):
 def test_external_wrench_accelerates_along_the_jacobian_transpose(rig, model):
     rig.set(gravity=[0.0, 0.0, 0.0])
     wrench = np.array([0.0, 0.05, 0.0, 0.0, 0.0, 1.0])  # [moment; force] in panda_link7's axes, about its origin
+    rig.reset()  # (drops every wrench: the wrench is sent after it)
     t0 = time.monotonic()
-    rig.reset()
-    while time.monotonic() - t0 < 0.2:
-        rig.send_wrench("panda_link7", force=wrench[3:], torque=wrench[:3])
-        time.sleep(0.02)
-    qd = rig.by_name(rig.latest(), "velocity")
+    start = rig.after(t0, what="joint_states after ~/reset")
+    # 0.2 s of simulated time (stamps) after the reset, the wrench having moved the arm (without it, with
+    # zero gravity and no command, every velocity stays exactly 0), however long the machine takes for it
+    moved = publish_until(lambda: rig.send_wrench("panda_link7", force=wrench[3:], torque=wrench[:3]), rig.states,
+                          lambda r: r.t > t0 and stamp(r.msg) >= stamp(start) + 0.2 and any(r.msg.velocity),
+                          timeout=30.0, period=0.02, what="0.2 s of simulated time with the arm moved by the wrench")
+    qd = rig.by_name(moved.msg, "velocity")
     M = rd.mass_matrix(model, HOME)
     expected = np.linalg.solve(M, rd.jacobian(model, HOME, "panda_link7", reference="local").T @ wrench)
     world_read = np.linalg.solve(M, rd.jacobian(model, HOME, "panda_link7").T @ wrench)  # the old reading
@@ -322,16 +348,17 @@ def test_external_wrench_accelerates_along_the_jacobian_transpose(rig, model):
 
 def test_pause_freezes_and_reset_restores_the_initial_state(rig):
     rig.pause(True)
-    time.sleep(0.1)  # let the messages published before the pause arrive
-    frozen = rig.after(time.monotonic())
-    time.sleep(0.3)
-    later = rig.latest()
-    assert stamp(later) == stamp(frozen)
-    np.testing.assert_array_equal(later.position, frozen.position)
+    frozen = rig.frozen(time.monotonic(), count=20)[-1]  # (messages published before the pause may still arrive)
+    t0 = time.monotonic()
+    for later in rig.counted(150, t0, "joint_states while paused"):  # 0.3 s of the paused node's publishing
+        assert stamp(later) == stamp(frozen)
+        np.testing.assert_array_equal(later.position, frozen.position)
     rig.pause(False)
-    moving = rig.after(time.monotonic(), lambda m: stamp(m) > stamp(frozen) + 0.1, what="time to run again")
+    t1 = time.monotonic()
+    moving = rig.after(t1, lambda m: stamp(m) > stamp(frozen) + 0.1, what="time to run again")
     assert not np.array_equal(moving.position, frozen.position)  # zero torque: the arm falls
-    fallen = rig.latest()
+    # 0.05 s of simulated time more (stamps), however long the machine takes for it
+    fallen = rig.after(t1, lambda m: stamp(m) >= stamp(moving) + 0.05, what="0.05 s of simulated time after the resume")
     assert np.abs(rig.by_name(fallen) - HOME).max() > 1e-2
     t0 = time.monotonic()
     rig.reset()
@@ -345,9 +372,7 @@ def test_non_finite_state_stops_integration_reports_it_and_reset_recovers(rig):
     status = rig.simulation_status(lambda s: level(s) == 2, what="an ERROR status")
     assert "integration stopped" in status.message and "non-finite" in status.message
     rig.process.wait_log("Integration stopped")
-    time.sleep(0.3)
-    recent = [r.msg for r in rig.states.messages[-50:]]
-    assert len({stamp(m) for m in recent}) == 1, "the stale state keeps its stamp"
+    recent = rig.frozen(time.monotonic(), count=50)  # the stale state keeps its stamp, and keeps coming
     for msg in recent:
         assert np.isfinite(msg.position).all() and np.isfinite(msg.velocity).all() and np.isfinite(msg.effort).all()
     rig.reset()  # also drops the wrench
@@ -422,10 +447,14 @@ def test_elastic_joints_publish_motor_states(harness, tmp_path):
         node = f"{namespace}/robot_dynamics_simulator"
         assert harness.call(SetBool, f"{node}/pause", SetBool.Request(data=True)).success
         assert harness.call(Trigger, f"{node}/reset", Trigger.Request()).success
-        time.sleep(0.3)  # paused: the reset state keeps being published
-        np.testing.assert_array_equal(motors.messages[-1].msg.position, states.messages[-1].msg.position)  # relaxed
+        # paused: the reset state keeps being published (0.3 s of it, counted: the subscriptions keep at most
+        # a few older messages); the motors against the links of the same stamp
+        reset = motors.wait_count(150, time.monotonic(), what="motor_states while paused")[-1].msg
+        link = states.wait_for(lambda r: stamp(r.msg) == stamp(reset), timeout=30.0,
+                               what="the joint_states of the reset motor_states' stamp").msg
+        np.testing.assert_array_equal(reset.position, link.position)  # relaxed
         assert harness.call(SetBool, f"{node}/pause", SetBool.Request(data=False)).success
-        time.sleep(0.5)
+        motors.wait_count(250, time.monotonic(), what="motor_states after the resume")  # >= 0.5 s simulated at 500 Hz
         by_stamp = {stamp(r.msg): r.msg for r in states.messages}
         pairs = [(r.msg, by_stamp[stamp(r.msg)]) for r in motors.messages if stamp(r.msg) in by_stamp]
         assert len(pairs) > 50  # every motor_states has the stamp of a joint_states

@@ -24,7 +24,7 @@ import robot_dynamics as rd  # noqa: E402
 from robot_dynamics.description.robots import bundled_urdf  # noqa: E402
 from robot_dynamics.control.task_controller import TaskSpaceSettings, TaskTarget, task_space_torque  # noqa: E402
 
-from ros_helpers import RosHarness, publish_until, wait_until  # noqa: E402
+from ros_helpers import DISCOVERY_TIMEOUT, RosHarness, publish_until, wait_until  # noqa: E402
 from test_dynamics_node import OUTPUT_QOS, STALE, Rig, joint_state, new_stamp, status_text  # noqa: E402
 
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
@@ -176,10 +176,10 @@ def test_the_desired_inputs_are_subscribed_only_while_command_source_is_task_spa
     assert count() == [1, 1, 1]
     rig.set_ok(command_source="computed")
     try:
-        wait_until(lambda: count() == [0, 0, 0], 10.0, "the desired_pose/twist/accel subscriptions gone")
+        wait_until(lambda: count() == [0, 0, 0], DISCOVERY_TIMEOUT, "the desired_pose/twist/accel subscriptions gone")
     finally:
         rig.set_ok(command_source="task_space")
-    wait_until(lambda: count() == [1, 1, 1], 10.0, "the desired_pose/twist/accel subscriptions back")
+    wait_until(lambda: count() == [1, 1, 1], DISCOVERY_TIMEOUT, "the desired_pose/twist/accel subscriptions back")
 
 
 @pytest.mark.realtime  # three nodes in a closed loop at 500 Hz: alone (under load it starves, as its summary says)
