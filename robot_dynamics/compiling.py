@@ -43,7 +43,7 @@ def parts_of(names):
 def cold_time(names):
     """How long compiling ``names`` from an empty cache takes, as words (:data:`COLD_SECONDS`)."""
     parts = parts_of(names)
-    largest = max(COLD_SECONDS[part] for part in parts)
+    largest = COLD_SECONDS[ALL] if parts == tuple(PARTS) else max(COLD_SECONDS[part] for part in parts)
     at_most = min(COLD_SECONDS[ALL], sum(COLD_SECONDS[part] for part in parts))
     seconds = f"{largest}" if at_most == largest else f"{largest}-{at_most}"  # (parts share kernels)
     return f"about {seconds} s on a free core, up to twice that on a busy machine"

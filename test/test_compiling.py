@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from robot_dynamics.compiling import ALL, COLD_SECONDS, PARTS, parts_of
+from robot_dynamics.compiling import ALL, COLD_SECONDS, PARTS, cold_time, parts_of
 
 # Runs in a fresh interpreter (numba keeps what it compiled for the life of a process) and prints what
 # compile_parts returned and every compilation numba reports: (function, its module, argument types).
@@ -86,6 +86,10 @@ def test_parts_and_their_figures():
         parts_of(["gpu"])
     assert set(COLD_SECONDS) == {*PARTS, ALL}
     assert max(COLD_SECONDS[part] for part in PARTS) <= COLD_SECONDS[ALL] <= sum(COLD_SECONDS[part] for part in PARTS)
+    # several parts share kernels: at least the largest, at most the sum (and never more than all)
+    both = (COLD_SECONDS["simulator"], min(COLD_SECONDS[ALL], COLD_SECONDS["simulator"] + COLD_SECONDS["dynamics_node"]))
+    assert cold_time(["dynamics_node", "simulator"]).startswith(f"about {both[0]}-{both[1]} s on a free core")
+    assert cold_time([ALL]).startswith(f"about {COLD_SECONDS[ALL]} s")
 
 
 def _robot_dynamics(*argv, cache):
