@@ -137,8 +137,8 @@ def _the_node_takes(parameters, urdf):
     flat = {f"{group}.{key}": value for group, values in parameters.items() for key, value in values.items()}
     plan = make_plan(rd.load_urdf(urdf), Settings(**{names[name]: coerce_setting(names[name], value)
                                                      for name, value in flat.items()}))
-    np.testing.assert_allclose(plan.contact.thresholds, flat["collision.thresholds"])
-    assert plan.contact.sign.tolist() == [-1.0] * 7 and plan.contact.settings.external_torque_friction
+    np.testing.assert_allclose(plan.external_torque.thresholds, flat["collision.thresholds"])
+    assert plan.external_torque.sign.tolist() == [-1.0] * 7 and plan.external_torque.settings.external_torque_friction
 
 
 def test_cross_validated_thresholds_hold_on_held_out_data_where_in_sample_ones_do_not(tmp_path):
