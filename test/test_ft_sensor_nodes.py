@@ -89,6 +89,25 @@ def test_a_reading_of_gravity_inertia_and_a_push_is_compensated_to_the_push(fed)
     np.testing.assert_allclose(fed.compensated[-1], push, atol=1e-6)
 
 
+def test_a_reading_that_arrives_before_its_joint_state_waits_for_it(fed):
+    """The topics arrive in either order: a reading stamped after the newest joint state is compensated when
+    the state of its stamp comes, at that state (here the arm's acceleration changed at that step: the older
+    state would be 1.5 rad/s^2 off on every joint), and gives back the push within 1e-6."""
+    sensor, push = sensor_of(fed), np.array([0.3, -0.2, 0.1, 10.0, -4.0, 6.0])
+    before, after, dt = np.linspace(-1.0, 1.0, 8), np.linspace(0.5, -1.0, 8), 0.002
+    q, qd = POSE.copy(), np.zeros(8)
+    for k in range(10):  # constant acceleration ``before``
+        fed.state(q, qd, names=fed.names, stamp=100.0 + dt * k)
+        q, qd = q + qd * dt + 0.5 * before * dt * dt, qd + before * dt
+    q_last, qd_last = q - qd * dt + 0.5 * before * dt * dt, qd - before * dt  # (the state stamped 100.018)
+    q, qd = q_last + qd_last * dt + 0.5 * after * dt * dt, qd_last + after * dt  # step 10: ``after``
+    fed.node._ft_sensor._on_wrench(reading_message(sensor.reading(q, qd, after) + push, stamp=100.0 + dt * 10))
+    assert fed.compensated == []  # (waiting for its state)
+    fed.state(q, qd, names=fed.names, stamp=100.0 + dt * 10)
+    assert len(fed.compensated) == 1
+    np.testing.assert_allclose(fed.compensated[-1], push, atol=1e-6)
+
+
 def test_tare_in_a_tilted_pose_takes_the_bias_and_not_the_tools_weight(fed):
     sensor = sensor_of(fed)
     bias = np.array([0.05, -0.1, 0.02, 3.0, -2.0, 1.5])

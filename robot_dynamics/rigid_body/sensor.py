@@ -124,7 +124,7 @@ class ForceTorqueSensor:
         and velocities (``q_received``, ``qd_received``, int64) at least ``limit``, else ``STALE_STATE``. Of the states recorded by
         :func:`record_state` (``stamps`` rows ``(t, ready)``), the one with an acceleration stamped nearest
         ``t`` (none: ``NO_STATE``), ``gap`` = its stamp - ``t``: ``residuals[k] = raw - reading(q, qd, qdd)``
-        there, ``wrenches[1] = residuals[k] - wrenches[0]`` (the bias) and ``wrenches[2]`` the same in a
+        at that state carried to ``t`` (``q + qd dt + qdd dt^2 / 2``, ``qd + qdd dt``, ``dt = -gap``), ``wrenches[1] = residuals[k] - wrenches[0]`` (the bias) and ``wrenches[2]`` the same in a
         Wrench message's order ``[force; moment]``; ``IMPLAUSIBLE`` when it is beyond the norms of ``checks``."""
         topology, bodies, gravity, body, parameters, children, rotation, point = self._arguments
         return _compensate(topology, bodies, gravity, body, self._sensor, children, raw, checks, wrenches, residuals,
@@ -201,7 +201,15 @@ def _compensate(topology, bodies, gravity, body, sensor, children, raw, checks, 
     if best < 0:
         return NO_STATE, np.inf, 0.0
     n = history.shape[2]
-    q, qd, qdd = history[best, 0:1], history[best, 1:2], history[best, 2:3]
+    # the state carried to the reading's stamp (its qdd held over the gap): a reading that arrives before its
+    # own state is compensated at its own time, not at the older state's
+    dt = t - stamps[best, 0]
+    q, qd, qdd = np.empty((1, n)), np.empty((1, n)), np.empty((1, n))
+    for i in range(n):
+        a = history[best, 2, i]
+        q[0, i] = history[best, 0, i] + (history[best, 1, i] + 0.5 * a * dt) * dt
+        qd[0, i] = history[best, 1, i] + a * dt
+        qdd[0, i] = a
     rotation = (sensor[10], sensor[11], sensor[12], sensor[13], sensor[14], sensor[15], sensor[16], sensor[17], sensor[18])
     moment, force = _prediction(topology, bodies, gravity, q, qd, qdd, body, sensor[:10], children, rotation,
                                 (sensor[19], sensor[20], sensor[21]))

@@ -48,12 +48,13 @@ class FtSensorOutputs:
         self.plan = None  # FtSensorPlan in use (None: off)
         self._node_plan = self._state = self._states = self._compensation = None
         self._publisher = self._writer = None
+        self._pending = None  # (sec, nanosec, frame_id, raw, t) of a reading waiting for its joint state
         self._n_published = self._n_refused = 0
 
     def install(self, plan) -> None:
         ft = plan.ft_sensor
         old = self.plan
-        self.plan, self._node_plan = ft, plan
+        self.plan, self._node_plan, self._pending = ft, plan, None
         if ft is None:
             return
         self._states = StateHistory(plan.model.nv, ft.time_constant, plan.settings.state_timeout)
@@ -75,6 +76,10 @@ class FtSensorOutputs:
             return
         self._state = state  # (stale positions or velocities give no compensation: STALE_STATE)
         self._states.update(stamp_seconds(stamp.sec, stamp.nanosec, now), state.q, state.qd)
+        pending = self._pending
+        if pending is not None and not self._states.awaits(pending[4]):
+            self._pending = None
+            self._compensate(*pending[:5], now)
 
     def _on_wrench(self, data: bytes) -> None:
         """A raw reading, serialized (the subscription is raw: :func:`read_wrench_stamped`)."""
@@ -90,9 +95,21 @@ class FtSensorOutputs:
         if frame_id != compensation.frame_id or state is None:
             self._refuse(compensation.refusal(frame_id, raw) or "no joint states yet: nothing to compensate with", now)
             return
-        plan = self._node_plan
-        status, gap = compensation.compensate(raw, self._states, stamp_seconds(sec, nanosec, now), state,
-                                              now - plan.state_timeout_ns, now)
+        t = stamp_seconds(sec, nanosec, now)
+        # A reading stamped after the newest joint state (by less than state_timeout) waits for the state that
+        # reaches its stamp: the topics arrive in either order, and an older state would miss a change of the
+        # arm's acceleration. One waits at most: the one before is compensated when the next reading comes.
+        waiting, self._pending = self._pending, None
+        if waiting is not None:
+            self._compensate(*waiting[:5], now)
+        if self._states.awaits(t):
+            self._pending = (sec, nanosec, frame_id, raw, t)
+            return
+        self._compensate(sec, nanosec, frame_id, raw, t, now)
+
+    def _compensate(self, sec: int, nanosec: int, frame_id, raw, t: float, now: int) -> None:
+        compensation, state, plan = self._compensation, self._state, self._node_plan
+        status, gap = compensation.compensate(raw, self._states, t, state, now - plan.state_timeout_ns, now)
         if status == COMPENSATED and abs(gap) <= plan.settings.state_timeout:
             self._publisher.publish(self._writer.write(sec, nanosec, compensation.message))
             self._n_published += 1
