@@ -124,7 +124,8 @@ class ForceTorqueSensor:
         and velocities (``q_received``, ``qd_received``, int64) at least ``limit``, else ``STALE_STATE``. Of the states recorded by
         :func:`record_state` (``stamps`` rows ``(t, ready)``), the one with an acceleration stamped nearest
         ``t`` (none: ``NO_STATE``), ``gap`` = its stamp - ``t``: ``residuals[k] = raw - reading(q, qd, qdd)``
-        at that state carried to ``t`` (``q + qd dt + qdd dt^2 / 2``, ``qd + qdd dt``, ``dt = -gap``), ``wrenches[1] = residuals[k] - wrenches[0]`` (the bias) and ``wrenches[2]`` the same in a
+        at that state carried to ``t`` (``q + qd dt + qdd dt^2 / 2``, ``qd + qdd dt``, ``dt = -gap``),
+        ``wrenches[1] = residuals[k] - wrenches[0]`` (the bias) and ``wrenches[2]`` the same in a
         Wrench message's order ``[force; moment]``; ``IMPLAUSIBLE`` when it is beyond the norms of ``checks``."""
         topology, bodies, gravity, body, parameters, children, rotation, point = self._arguments
         return _compensate(topology, bodies, gravity, body, self._sensor, children, raw, checks, wrenches, residuals,
@@ -201,8 +202,8 @@ def _compensate(topology, bodies, gravity, body, sensor, children, raw, checks, 
     if best < 0:
         return NO_STATE, np.inf, 0.0
     n = history.shape[2]
-    # the state carried to the reading's stamp (its qdd held over the gap): a reading that arrives before its
-    # own state is compensated at its own time, not at the older state's
+    # the state carried to the reading's stamp (its qdd held over the gap): the nearest state may be a step
+    # off (a state the node missed, or a reading stamped between two)
     dt = t - stamps[best, 0]
     q, qd, qdd = np.empty((1, n)), np.empty((1, n)), np.empty((1, n))
     for i in range(n):

@@ -79,7 +79,7 @@ class FtSensorOutputs:
         pending = self._pending
         if pending is not None and not self._states.awaits(pending[4]):
             self._pending = None
-            self._compensate(*pending[:5], now)
+            self._compensate(*pending, now)
 
     def _on_wrench(self, data: bytes) -> None:
         """A raw reading, serialized (the subscription is raw: :func:`read_wrench_stamped`)."""
@@ -101,7 +101,7 @@ class FtSensorOutputs:
         # arm's acceleration. One waits at most: the one before is compensated when the next reading comes.
         waiting, self._pending = self._pending, None
         if waiting is not None:
-            self._compensate(*waiting[:5], now)
+            self._compensate(*waiting, now)
         if self._states.awaits(t):
             self._pending = (sec, nanosec, frame_id, raw, t)
             return

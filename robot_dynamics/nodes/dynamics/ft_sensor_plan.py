@@ -5,8 +5,9 @@ With ``ft_sensor.frame`` (a link attached by a fixed joint) the node reads the r
 the prediction is what the tool side (the links beyond the sensor and a payload there,
 :class:`robot_dynamics.rigid_body.sensor.ForceTorqueSensor`) makes the sensor read from gravity and
 its motion at the state the reading was taken in: of the last joint states, the one stamped nearest the
-reading, carried to its stamp (a reading ahead of every state waits for its own; its ``q``, ``qd``, and ``qdd`` estimated as the difference of successive velocities over their
-stamps, low-passed with the time constant ``ft_sensor.acceleration_filter``). What remains is the wrench the environment applies to the tool
+reading, carried to its stamp (a reading ahead of every state waits for its own; its ``q``, ``qd``, and
+``qdd`` estimated as the difference of successive velocities over their stamps, low-passed with the time
+constant ``ft_sensor.acceleration_filter``). What remains is the wrench the environment applies to the tool
 side, in the sensor's axes about its origin. ``~/tare_ft_sensor`` takes the bias as the mean of
 ``reading - prediction`` over the last :data:`TARE_WINDOW` at rest, so it works in any pose.
 
