@@ -277,6 +277,8 @@ def loop(tmp_path_factory, arm7):
     timer = harness.node.create_timer(0.002, publish_desired)
     try:
         compensated.wait_for(timeout=90.0, what="ft_sensor/wrench_compensated from the dynamics node")
+        # (the probe may discover the simulator's joint_states later than the dynamics node's readings)
+        states.wait_for(timeout=30.0, what="joint_states from the simulator")
         harness.wait_for_subscriber(wrench)
         yield dict(harness=harness, compensated=compensated, wrench=wrench, motion=motion, tmp=tmp,
                    simulator=simulator, dynamics=dynamics, states=states, model=rd.load_urdf(arm7))

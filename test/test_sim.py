@@ -112,6 +112,10 @@ def _stop(process):
         process.wait(10)
 
 
+def _stamp(msg):
+    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+
+
 def _positions(msg, names):
     index = {name: i for i, name in enumerate(msg.name)}
     return np.array([msg.position[index[name]] for name in names])
@@ -119,16 +123,17 @@ def _positions(msg, names):
 
 def _check_graph(probe, model, q0, namespace="", desired_topic="desired_state", hold_said=None):
     """The loop closed (50 computed_torques stamped as joint states) and the start pose held until
-    the first command: the first message on ``desired_topic`` or ``computed_torques`` this probe
-    sees (discovery may show it one before the other). ``hold_said``: the hold the command itself
+    the first command: the joint states stamped before the earliest stamp on ``desired_topic`` or
+    ``computed_torques`` this probe hears (discovery may show one before the other; a state that arrives
+    before an older command is not held for that). ``hold_said``: the hold the command itself
     measured (its "start pose held within" line), which the caller has checked: then the hold is judged by it,
     the probe checking that the loop closed."""
     prefix = f"/{namespace}" if namespace else ""
     states, desired, torques = probe
     wait_until(lambda: len(desired.messages) > 0, 30, f"{prefix}/{desired_topic}")
     wait_until(lambda: len(torques.messages) > 200, 30, f"{prefix}/computed_torques")
-    first_command = min(desired.times[0], torques.times[0])
-    held = [_positions(m, model.joint_names) for m, t in zip(states.messages, states.times) if t < first_command]
+    first_command = min(_stamp(m) for m in list(desired.messages) + list(torques.messages))
+    held = [_positions(m, model.joint_names) for m in list(states.messages) if _stamp(m) < first_command]
     if hold_said is not None:
         # The command's own measurement, checked by the caller: its watch subscribed before the nodes started.
         # A probe that discovers the command's publishers after the simulator's counts moving states as held.
@@ -304,6 +309,38 @@ def test_two_arms_side_by_side_each_on_its_own_clock(harness, tmp_path):
         t = np.array([m.clock.sec + m.clock.nanosec * 1e-9 for m in clock.messages])
         assert len(t) > 100 and np.all(np.diff(t) >= 0), f"/{namespace}/clock went backwards"
     assert global_clock.messages == []
+
+
+def test_the_hold_is_judged_by_stamps_a_command_heard_late_does_not_lengthen_it(harness):
+    """The command's watch: 20 states at the start pose, then 10 that move (the first command, stamped
+    with the first moving state, heard after them): held within 0 over the 20 still states' 19 ms."""
+    from robot_dynamics.tools.sim_watch import GraphWatch
+
+    namespace = f"hold_{uuid.uuid4().hex[:6]}"
+    watch = GraphWatch(namespace)
+    states = harness.publisher(JointState, f"/{namespace}/joint_states")
+    torques = harness.publisher(JointState, f"/{namespace}/computed_torques")
+    try:
+        harness.wait_for_subscriber(states)
+        harness.wait_for_subscriber(torques)
+        wait_until(lambda: all(watch.node.count_publishers(f"/{namespace}/{topic}") > 0
+                               for topic in ("joint_states", "computed_torques")), 10, "the watch discovering the probe")
+
+        def message(ms, position):
+            msg = JointState(name=["a", "b"], position=[position, 0.5], effort=[0.0, 0.0])
+            msg.header.stamp.sec, msg.header.stamp.nanosec = 100, ms * 1_000_000
+            return msg
+
+        for ms in range(30):
+            states.publish(message(ms, 0.25 + 0.01 * max(0, ms - 19)))
+            time.sleep(0.005)  # (the watch's queue keeps 5)
+        wait_until(lambda: watch.count("joint_states") == 30, 10, f"30 joint states heard ({watch.counts()})")
+        torques.publish(message(20, 0.0))
+        wait_until(lambda: watch.count("computed_torques") == 1, 10, "the computed torque heard")
+        error, seconds, count = watch.hold()
+        assert (error, count) == (0.0, 20) and seconds == pytest.approx(0.019), (error, seconds, count)
+    finally:
+        watch.close()
 
 
 @pytest.mark.parametrize("domain, warned", [(171, True), (0, False), (101, False), (215, False), (232, False)])

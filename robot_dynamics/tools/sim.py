@@ -7,9 +7,9 @@ that the arm is never left without a drive:
 1. the simulator, which holds every joint at the start pose until its first command
    (:data:`~robot_dynamics.tools.graph.START_UP`: ``on_command_timeout: hold_position``, which also
    holds the arm should the dynamics node stop); up when it publishes ``joint_states``;
-2. at the same time the dynamics node, which commands nothing before it has a desired motion
-   (``desired_state``; ``desired_pose`` with ``--command-source task_space``); up when it answers
-   with ``gravity_torques``;
+2. at the same time the dynamics node, which holds gravity (``effort_command`` = g(q)) until it has a
+   desired motion (``desired_state``; ``desired_pose`` with ``--command-source task_space``); up when
+   it answers with ``gravity_torques``;
 3. then the trajectory publisher (unless ``--no-trajectory``), whose trajectory starts at the start
    pose, at rest; the loop is closed when the desired motion and ``computed_torques`` flow.
 
@@ -233,10 +233,9 @@ def _report(say, nodes, namespace, clock, watch, log_dir, args):
         + ("" if args.no_trajectory else f", {prefix}/trajectory_publisher/restart"))
     say(f"  clock         {clock + ' (simulated time, published by the simulator)' if clock else 'wall clock'}")
     say(f"  logs          {log_dir}")
-    with watch.lock:
-        error, seconds, states = watch.hold_error, watch.hold_time, watch.topics["joint_states"].count
+    error, seconds, states = watch.hold()
     if args.no_trajectory:
-        say(f"  start pose    held by the simulator's drives until the first {prefix}/{desired}")
+        say(f"  start pose    held (the dynamics node's gravity hold) until the first {prefix}/{desired}")
     else:
         say(f"  start pose    held within {error:.1e} rad over {seconds:.1f} s ({states} joint states) "
             f"before the first command ({desired})")

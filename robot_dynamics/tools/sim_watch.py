@@ -4,8 +4,9 @@ it starts. rclpy is imported when a :class:`GraphWatch` is made.
 It tells the command when each node is up (the simulator's ``joint_states``, the dynamics node's
 ``gravity_torques``, the loop's desired motion — ``desired_state``, or ``desired_pose`` in task
 space — and ``computed_torques``), measures how far the arm moves from its first published pose
-before the first desired motion or computed torque (the start-up hold), counts messages for the rates, and checks that
-the clock it follows never goes backwards. :func:`second_graph` is the check, shared with the demo,
+before the first desired motion or computed torque (the start-up hold: judged by the messages' stamps, so
+that a message this process hears late or not at all cannot move the hold's end), counts messages for the
+rates, and checks that the clock it follows never goes backwards. :func:`second_graph` is the check, shared with the demo,
 for a graph already running where a new one would start.
 """
 
@@ -45,6 +46,10 @@ def second_graph(node, namespace, clock, domain, remedy, since=None):
     return None
 
 
+def _seconds(stamp):
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
 class Topic:
     """Messages seen on one topic: how many, the first's arrival (monotonic s)."""
 
@@ -76,8 +81,8 @@ class GraphWatch:
         self.topics = {name: Topic() for name in ("joint_states", "gravity_torques", desired,
                                                   "computed_torques", "clock")}
         self.start_pose = None      # {joint: position} of the first joint_states message
-        self.hold_error = 0.0       # max |q - start pose| before the first command, rad or m
-        self.hold_time = 0.0        # how long that was measured, s
+        self._held = []             # (stamp, max |q - start pose|) of the states before the first command
+        self._first_command = np.inf  # earliest stamp of a desired motion or computed torque heard, s
         self.clock_backwards = 0    # clock messages older than the one before
         self._last_clock = None
         sensor = qos_profile_sensor_data
@@ -85,10 +90,11 @@ class GraphWatch:
         if desired == "desired_pose":
             from geometry_msgs.msg import PoseStamped
 
-            self.node.create_subscription(PoseStamped, desired, self._counter(desired), sensor)
+            self.node.create_subscription(PoseStamped, desired, self._command_counter(desired), sensor)
         else:
-            self.node.create_subscription(JointTrajectory, desired, self._counter(desired), sensor)
-        self.node.create_subscription(JointState, "computed_torques", self._counter("computed_torques"), sensor)
+            self.node.create_subscription(JointTrajectory, desired, self._command_counter(desired), sensor)
+        self.node.create_subscription(JointState, "computed_torques", self._command_counter("computed_torques"),
+                                      sensor)
         self._gravity = self.node.create_subscription(JointState, "gravity_torques",
                                                       self._counter("gravity_torques"), sensor)
         if clock_topic:
@@ -105,24 +111,43 @@ class GraphWatch:
                 self.topics[name].seen(time.monotonic())
         return on_message
 
+    def _command_counter(self, name):
+        """Counts a desired motion or computed torque, and keeps the earliest stamp heard: the hold ends
+        there (a computed torque is stamped with the state it was computed at, a desired motion with
+        the time it is for, which no state the command moved precedes)."""
+        def on_message(msg):
+            with self.lock:
+                self.topics[name].seen(time.monotonic())
+                self._first_command = min(self._first_command, _seconds(msg.header.stamp))
+        return on_message
+
     def _on_state(self, msg):
-        now = time.monotonic()
+        stamp = _seconds(msg.header.stamp)
         with self.lock:
-            self.topics["joint_states"].seen(now)
-            # the hold ends with the first command, which comes with the first computed_torques: the
-            # dynamics node may discover the trajectory publisher before this process sees desired motion
-            if self.topics[self.desired].count or self.topics["computed_torques"].count:
+            self.topics["joint_states"].seen(time.monotonic())
+            if stamp >= self._first_command:
                 return
             pose = dict(zip(msg.name, msg.position))
             if self.start_pose is None:
                 self.start_pose = pose
             moved = [abs(pose[name] - value) for name, value in self.start_pose.items() if name in pose]
-            if moved:
-                self.hold_error = max(self.hold_error, float(np.max(moved)))
-            self.hold_time = now - self.topics["joint_states"].first
+            self._held.append((stamp, max(moved, default=0.0)))
+
+    def hold(self):
+        """``(error, seconds, states)``: how far the arm moved from its first published pose (max over
+        joints, rad or m) in the joint states stamped before the first command heard, over how long
+        (their stamps' span) and how many. A command this process heard late cannot lengthen the hold:
+        the states stamped after one that arrive before it are dropped here; one it never heard (its
+        best-effort queue overrun) came with states of the same stamps, overrun alike."""
+        with self.lock:
+            held = [(stamp, moved) for stamp, moved in self._held if stamp < self._first_command]
+        if not held:
+            return 0.0, 0.0, 0
+        stamps, moved = zip(*held)
+        return max(moved), max(stamps) - min(stamps), len(held)
 
     def _on_clock(self, msg):
-        t = msg.clock.sec + msg.clock.nanosec * 1e-9
+        t = _seconds(msg.clock)
         with self.lock:
             self.topics["clock"].seen(time.monotonic())
             if self._last_clock is not None and t < self._last_clock:
