@@ -18,6 +18,9 @@ PARTS = {
                      "friction; and the gravity torques and mass matrix of the CLI's info, gravity and mass-matrix",
     "simulator": "a Simulator step (every integrator, limits, damping, friction, wrenches) and the gravity "
                  "torques with which the simulator node checks a model",
+    "estimators": "the momentum observer (the dynamics node's external_torque.*, external-torques, identify's "
+                  "collision thresholds) and the F/T sensor (its compensation and the simulator's reading): a node "
+                  "compiles them when a setting switches them on, so that a first loop never waits for them",
     "library": "the rest of the public functions: inverse and forward dynamics with wrenches, bias forces, retime's kernel, "
                "Coriolis matrix, poses, Jacobians, energies, regressor",
 }
@@ -27,7 +30,7 @@ ALL = "all"
 #: of ``NUMBA_CACHE_DIR=$(mktemp -d) robot-dynamics compile PART``, which compiles on one core, so this is
 #: its wall time on a free core (measured 2026-11-27, docs/benchmarks.md "First start"); up to twice that
 #: on a busy machine. Loading them all from the cache takes about 1 s.
-COLD_SECONDS = {"dynamics_node": 18, "simulator": 24, "library": 22, ALL: 37}
+COLD_SECONDS = {"dynamics_node": 13, "simulator": 19, "estimators": 18, "library": 22, ALL: 37}
 
 
 def parts_of(names):
@@ -128,11 +131,12 @@ def _jobs(parts):
     if "dynamics_node" in parts:
         jobs += [lambda: compute_terms(Data(arm[0]), q, qd),  # the node's pass per message
                  lambda: friction_torques(arm[0].viscous_damping, arm[0].friction, DEFAULT_FRICTION_VELOCITY, qd),
-                 lambda: gravity_torques(arm[0], q),  # (the CLI's gravity and info commands share the part)
-                 observe, ft_sensor]  # its external_torque.enabled, its ft_sensor.frame
+                 lambda: gravity_torques(arm[0], q)]  # (the CLI's gravity and info commands share the part)
     if "simulator" in parts:
         jobs += [lambda: gravity_torques(arm[0], q), lambda: compute_terms(Data(arm[0]), q, qd), step,  # (drives)
-                 wrench_messages, ft_sensor]
+                 wrench_messages]
+    if "estimators" in parts:
+        jobs += [observe, ft_sensor]  # the dynamics node's external_torque.enabled, both nodes' ft_sensor.frame
     if "library" in parts:
         jobs += [lambda: frame_pose(arm[0], q, "tip"),
                  *(lambda reference=reference: jacobian(arm[0], q, "tip", reference) for reference in ("world", "local")),

@@ -79,6 +79,16 @@ def test_the_simulator_part_is_everything_the_simulator_node_calls(tmp_path):
     assert compiled(["simulator"], tmp_path, THEN_ADAPTIVE_STEP="1") == (0, [])
 
 
+def test_the_loop_parts_leave_the_estimators_to_a_node_that_switches_them_on(tmp_path):
+    """``sim`` and the demo compile the parts of a closed loop; the observer's and the F/T sensor's kernels
+    are the ``estimators`` part, which a node compiles when its settings switch them on."""
+    count, first = compiled(["dynamics_node", "simulator"], tmp_path)
+    estimators = {"_observe", "_residual_step", "_compensate", "_reading"}
+    assert count and not estimators & {name for name, _, _ in first}
+    count, then = compiled(["estimators"], tmp_path)
+    assert count and estimators <= {name for name, _, _ in then}
+
+
 def test_parts_and_their_figures():
     assert parts_of([]) == parts_of([ALL]) == tuple(PARTS)
     assert parts_of(["simulator", "dynamics_node"]) == ("dynamics_node", "simulator")

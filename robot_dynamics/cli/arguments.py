@@ -56,13 +56,13 @@ COMMAND_KERNELS = {
     "gravity": ("dynamics_node",),
     "mass-matrix": ("dynamics_node",),
     "excite": ("dynamics_node", "library"),
-    "identify": ("dynamics_node", "library"),
+    "identify": ("dynamics_node", "estimators", "library"),  # the collision thresholds run the observer
     "estimate-payload": ("dynamics_node", "library"),
     "demo": ("dynamics_node", "simulator"),  # the nodes': compiled once here, not by each at once
     "check-trajectory": ("dynamics_node", "library"),  # batched inverse dynamics; --friction
     "retime": ("dynamics_node", "library"),  # batched inverse dynamics, the reachability kernel; --friction
-    "external-torques": ("dynamics_node",),
-    "demo-contact": ("dynamics_node", "simulator"),
+    "external-torques": ("dynamics_node", "estimators"),
+    "demo-contact": ("dynamics_node", "simulator", "estimators"),
 }
 
 

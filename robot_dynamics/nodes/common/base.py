@@ -85,6 +85,7 @@ class RobotNode(Node):
         self._publishers_made = {}  # topic -> publisher of publisher_when_needed
         self._n_diagnostics = 0
         self._description = None
+        self._kernels_loaded = set()  # compile parts loaded by load_kernels
         if self.get_parameter("use_sim_time").value:
             self.get_logger().info(f"use_sim_time is true: {self.SIM_TIME}")
         watch_settings(self, parameters, lambda: self._settings, coerce, self._check_settings, self._apply_settings)
@@ -103,6 +104,17 @@ class RobotNode(Node):
         if self._diagnostics:
             self._pub_diagnostics = self.publisher(DiagnosticArray, "/diagnostics")
             steady_timer(self, DIAGNOSTICS_PERIOD, self._on_diagnostics_timer)
+
+    def load_kernels(self, part: str, what: str) -> None:
+        """The kernels of the compile ``part`` (:data:`robot_dynamics.compiling.PARTS`), which a setting
+        switched on: compiled now if numba's cache lacks them (said in the log, with how long it took),
+        before the plan that calls them is installed, so that no message waits for them. Once per process."""
+        if part in self._kernels_loaded:
+            return
+        from ...compiling import compile_and_report
+
+        compile_and_report([part], what, self.get_logger().info)
+        self._kernels_loaded.add(part)
 
     def publisher(self, msg_type, topic: str, qos=OUTPUT_QOS):
         """A publisher of the node's own: without rclpy's event handlers (:data:`NO_EVENT_HANDLERS`)."""

@@ -104,6 +104,8 @@ class DynamicsNode(RobotNode):
     def install(self, plan: Plan, source: str, old_settings: Settings) -> None:
         old = self._plan
         log = self.get_logger()
+        if plan.external_torque is not None or plan.ft_sensor is not None:
+            self.load_kernels("estimators", "the observer's and F/T sensor's kernels")
         if old is None or old.base is not plan.base:
             model = plan.base
             text = f"robot {model.name!r} from {source}: {model.nv} joints {list(model.joint_names)}"
@@ -158,8 +160,7 @@ class DynamicsNode(RobotNode):
             return
         try:
             compute_terms(plan.data, state.q, None, GRAVITY)
-            self._publish_command(plan, source, None, plan.data.g, (("law", f"the computation failed: {exc!r}"),),
-                                  now)
+            self._publish_command(plan, source, None, plan.data.g, (("law", f"the computation failed: {exc!r}"),), now)
         except Exception as again:  # noqa: BLE001 - nothing to fall back to: said, and the node stays up
             self.problem("output", f"effort_command not published: the gravity hold failed too: {again!r}", now)
 
@@ -306,8 +307,7 @@ class DynamicsNode(RobotNode):
         if tau is not None and plan.settings.compensate_friction:
             s = plan.settings
             with np.errstate(all="ignore"):
-                tau = tau + friction_torques(plan.model.viscous_damping, plan.model.friction,
-                                                     s.friction_velocity, qd)
+                tau = tau + friction_torques(plan.model.viscous_damping, plan.model.friction, s.friction_velocity, qd)
         refusal = "" if tau is None else self._refusal("computed_torques (task space)", tau, now)
         if tau is not None and not refusal:
             if heard:

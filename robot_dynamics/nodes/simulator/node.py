@@ -96,6 +96,8 @@ class SimulatorNode(RobotNode):
     def install(self, plan: Plan, source: str, old: Settings) -> None:
         """Start (or restart, for a new robot_description) the simulation of ``plan``'s model, or
         take over new settings of the same model."""
+        if plan.ft_sensor is not None:
+            self.load_kernels("estimators", "the F/T sensor's kernels")
         self._state_writer = JointStateWriter(plan.state_names)
         self._motor_writer = JointStateWriter(plan.state_names[:plan.model.nv])
         new = plan.settings
