@@ -319,6 +319,10 @@ def test_the_hold_is_judged_by_stamps_a_command_heard_late_does_not_lengthen_it(
         wait_until(lambda: watch.count("computed_torques") == 1, 10, "the computed torque heard")
         error, seconds, count = watch.hold()
         assert (error, count) == (0.0, 20) and seconds == pytest.approx(0.019), (error, seconds, count)
+        # the measurement ended with it: a state heard later (stamped before the command) is not kept
+        states.publish(message(5, 0.5))
+        wait_until(lambda: watch.count("joint_states") == 31, 10, "the late joint state heard")
+        assert watch.hold() == (error, seconds, count)
     finally:
         watch.close()
 

@@ -233,7 +233,7 @@ def _report(say, nodes, namespace, clock, watch, log_dir, args):
         + ("" if args.no_trajectory else f", {prefix}/trajectory_publisher/restart"))
     say(f"  clock         {clock + ' (simulated time, published by the simulator)' if clock else 'wall clock'}")
     say(f"  logs          {log_dir}")
-    error, seconds, states = watch.hold()
+    error, seconds, states = watch.hold()  # (the measurement ends here, with or without a trajectory)
     if args.no_trajectory:
         say(f"  start pose    held (the dynamics node's gravity hold) until the first {prefix}/{desired}")
     else:

@@ -81,7 +81,9 @@ class GraphWatch:
         self.topics = {name: Topic() for name in ("joint_states", "gravity_torques", desired,
                                                   "computed_torques", "clock")}
         self.start_pose = None      # {joint: position} of the first joint_states message
-        self._held = []             # (stamp, max |q - start pose|) of the states before the first command
+        self._held = []             # (stamp, max |q - start pose|) of the states before the first command;
+        #                             None once hold() has measured it (a graph without commands runs for hours)
+        self._hold = None           # hold()'s measurement
         self._first_command = np.inf  # earliest stamp of a desired motion or computed torque heard, s
         self.clock_backwards = 0    # clock messages older than the one before
         self._last_clock = None
@@ -125,7 +127,7 @@ class GraphWatch:
         stamp = _seconds(msg.header.stamp)
         with self.lock:
             self.topics["joint_states"].seen(time.monotonic())
-            if stamp >= self._first_command:
+            if self._held is None or stamp >= self._first_command:
                 return
             pose = dict(zip(msg.name, msg.position))
             if self.start_pose is None:
@@ -138,13 +140,15 @@ class GraphWatch:
         joints, rad or m) in the joint states stamped before the first command heard, over how long
         (their stamps' span) and how many. A command this process heard late cannot lengthen the hold:
         the states stamped after one that arrive before it are dropped here; one it never heard (its
-        best-effort queue overrun) came with states of the same stamps, overrun alike."""
+        best-effort queue overrun) came with states of the same stamps, overrun alike. The measurement
+        ends at the first call (later states are not kept); later calls give the same."""
         with self.lock:
-            held = [(stamp, moved) for stamp, moved in self._held if stamp < self._first_command]
-        if not held:
-            return 0.0, 0.0, 0
-        stamps, moved = zip(*held)
-        return max(moved), max(stamps) - min(stamps), len(held)
+            if self._held is not None:
+                held = [(stamp, moved) for stamp, moved in self._held if stamp < self._first_command]
+                stamps, moved = zip(*held) if held else ((0.0,), (0.0,))
+                self._hold = max(moved), max(stamps) - min(stamps), len(held)
+                self._held = None
+            return self._hold
 
     def _on_clock(self, msg):
         t = _seconds(msg.clock)
