@@ -327,6 +327,29 @@ def test_the_hold_is_judged_by_stamps_a_command_heard_late_does_not_lengthen_it(
         watch.close()
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # (the thread's traceback: wanted)
+def test_a_listener_whose_callback_fails_keeps_the_reason_and_sim_would_say_it(harness):
+    """A SpunNode's spin thread ended by a callback's exception keeps it (the watch's ``error``, which
+    ``sim`` names instead of waiting 45 s for messages it can no longer hear); close() still ends it."""
+    from robot_dynamics.tools.spinning import SpunNode
+
+    topic = f"/failing_{uuid.uuid4().hex[:6]}"
+    spun = SpunNode(f"failing_{uuid.uuid4().hex[:6]}")
+
+    def fail(msg):
+        raise ValueError(f"cannot read {msg.name}")
+
+    spun.node.create_subscription(JointState, topic, fail, 10)
+    publisher = harness.publisher(JointState, topic)
+    try:
+        harness.wait_for_subscriber(publisher)
+        publisher.publish(JointState(name=["a"]))
+        wait_until(lambda: spun.error is not None, 10, "the spin thread's error kept")
+        assert isinstance(spun.error, ValueError) and "cannot read" in str(spun.error)
+    finally:
+        spun.close()
+
+
 @pytest.mark.parametrize("domain, warned", [(171, True), (0, False), (101, False), (215, False), (232, False)])
 def test_every_domain_ros_accepts_is_accepted_and_the_ephemeral_ones_warned_about(domain, warned):
     chosen, source, warning = processes.choose_domain(environ={"ROS_DOMAIN_ID": str(domain)})

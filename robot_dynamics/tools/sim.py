@@ -204,6 +204,9 @@ def _wait_for(node, running, watch, log_dir):
     deadline = time.monotonic() + START_TIMEOUT
     while not ready[node.executable]():
         _check_alive(running)
+        if watch.error is not None:
+            raise SimError(f"this command stopped listening to the graph ({watch.error!r}): it cannot tell "
+                           f"when {node.executable} is up (node logs in {log_dir})")
         if time.monotonic() > deadline:
             raise SimError(f"{node.executable}: no {waiting_for[node.executable]} after {START_TIMEOUT:.0f} s "
                            f"(node logs in {log_dir})")

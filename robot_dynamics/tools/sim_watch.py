@@ -97,8 +97,7 @@ class GraphWatch:
             self.node.create_subscription(JointTrajectory, desired, self._command_counter(desired), sensor)
         self.node.create_subscription(JointState, "computed_torques", self._command_counter("computed_torques"),
                                       sensor)
-        self._gravity = self.node.create_subscription(JointState, "gravity_torques",
-                                                      self._counter("gravity_torques"), sensor)
+        self._gravity = self.node.create_subscription(JointState, "gravity_torques", self._on_gravity, sensor)
         if clock_topic:
             from rosgraph_msgs.msg import Clock
 
@@ -166,10 +165,20 @@ class GraphWatch:
         with self.lock:
             return {name: topic.count for name, topic in self.topics.items()}
 
-    def dynamics_ready(self):
-        """The dynamics node answers (a ``gravity_torques`` message); the subscription then ends (it
-        made the node compute gravity for nobody)."""
-        if self.count("gravity_torques") and self._gravity is not None:
+    def _on_gravity(self, msg):
+        """The dynamics node answers: counted, and the subscription ends (it made the node compute gravity
+        for nobody), here in the spin thread, which alone uses the node (rclpy's nodes are not thread-safe)."""
+        with self.lock:
+            self.topics["gravity_torques"].seen(time.monotonic())
+        if self._gravity is not None:
             self.node.destroy_subscription(self._gravity)
             self._gravity = None
-        return self._gravity is None
+
+    def dynamics_ready(self):
+        """The dynamics node answers (a ``gravity_torques`` message)."""
+        return self.count("gravity_torques") > 0
+
+    @property
+    def error(self):
+        """What stopped this watch listening (its spin thread's exception), or None."""
+        return self._spun.error

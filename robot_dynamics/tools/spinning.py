@@ -10,7 +10,8 @@ import threading
 class SpunNode:
     """``node`` (named ``name`` in ``namespace``) in its own ``context``, spun by a SingleThreadedExecutor
     in a daemon thread until :meth:`close`, which shuts the context down, joins the thread and destroys
-    the node (and any node added with :meth:`add_node`)."""
+    the node (and any node added with :meth:`add_node`). An exception that ends the thread before
+    that is printed and kept in :attr:`error`, never swallowed: a listener that stopped hearing says why."""
 
     def __init__(self, name: str, namespace: str = ""):
         import rclpy
@@ -23,6 +24,7 @@ class SpunNode:
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self._nodes = [self.node]
+        self.error = None  # what ended the spin thread before close() (a callback's or rclpy's exception)
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
 
@@ -39,8 +41,10 @@ class SpunNode:
         try:
             while self.context.ok():
                 self.executor.spin_once(timeout_sec=0.05)
-        except Exception:  # noqa: BLE001 - the context is shut down by close(), mid-spin
-            pass
+        except Exception as error:  # noqa: BLE001 - expected only when close() shuts the context down mid-spin
+            if self.context.ok():  # anything else ends the thread, said (the thread's traceback) and kept
+                self.error = error
+                raise
 
     def close(self):
         self.context.try_shutdown()
