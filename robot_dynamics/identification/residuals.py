@@ -92,15 +92,23 @@ def external_torques(model, t, q, qd, tau, gain, friction=False, frame=None, res
     frame's own axes about its origin, as ``external_wrench_estimate`` carries it) at every sample; the
     observer starts over at each sample where ``restart`` (N,) is True (NaN there and inside a gap)."""
     observer = MomentumObserver(model, gain, frame=frame or tip_frame(model), friction=friction, wrench=wrench)
-    residuals, wrenches = np.full_like(q, np.nan), np.full((len(t), 6), np.nan)
+    wrenches = np.full((len(t), 6), np.nan)
+    return _run(observer, t, q, qd, tau, restart, wrenches), wrenches
+
+
+def _run(observer, t, q, qd, tau, restart, wrenches=None):
+    """(N, n) ``observer``'s residual at every sample, starting over at each sample where ``restart`` (N,) is
+    True (NaN there and inside a gap); with ``wrenches`` (N, 6), the wrench at its frame into it."""
+    residuals = np.full_like(q, np.nan)
     restart = np.zeros(len(t), dtype=bool) if restart is None else restart
     for k in range(len(t)):
         if restart[k]:
             observer.reset()
             continue
         residuals[k] = observer.update(float(t[k]), q[k], qd[k], tau[k])
-        wrenches[k] = observer.wrench_in()
-    return residuals, wrenches
+        if wrenches is not None:
+            wrenches[k] = observer.wrench_in()
+    return residuals
 
 
 def settled(t, restart, gain):
@@ -110,33 +118,34 @@ def settled(t, restart, gain):
 
 
 def residual(stretch, gain, friction):
-    """(N, n) the observer's residual over ``stretch`` (NaN inside gaps)."""
-    return external_torques(stretch.model, stretch.t, stretch.q, stretch.qd, stretch.tau, gain, friction,
-                            restart=stretch.restart)[0]
+    """(N, n) the observer's residual over ``stretch`` (NaN inside gaps); no frame: no wrench estimated."""
+    return _run(MomentumObserver(stretch.model, gain, friction=friction), stretch.t, stretch.q, stretch.qd,
+                stretch.tau, stretch.restart)
 
 
-def peak_residuals(stretches, gain, friction, settling_gain=None):
-    """(n,) each joint's peak ``|r|`` over ``stretches`` at ``gain``, skipping ``SETTLING / settling_gain`` s
-    (default ``gain``) after each start and gap; NaN when no sample is left."""
+def peak_residuals(stretches, residuals, settling_gain):
+    """(n,) each joint's peak ``|r|`` in ``residuals`` (one (N, n) per stretch of ``stretches``), skipping
+    ``SETTLING / settling_gain`` s after each start and gap; NaN when no sample is left."""
     peaks = np.full(stretches[0].q.shape[1], np.nan)
-    for stretch in stretches:
-        calm = settled(stretch.t, stretch.restart, settling_gain or gain)
+    for stretch, r in zip(stretches, residuals):
+        calm = settled(stretch.t, stretch.restart, settling_gain)
         if calm.any():
-            peaks = np.fmax(peaks, np.abs(residual(stretch, gain, friction)[calm]).max(axis=0))
+            peaks = np.fmax(peaks, np.abs(r[calm]).max(axis=0))
     return peaks
 
 
 def suggested_gain(stretches, friction):
-    """(K_O, {K_O: peak residual (n,)}): the largest of ``GAINS`` whose peaks over ``stretches`` stay
-    within ``NOISE_MARGIN`` of the lowest gain's (module docstring), every gain judged after the lowest
-    gain's settling time."""
+    """(K_O, {K_O: peak residual (n,)}, {K_O: residuals (one (N, n) per stretch)}): the largest of ``GAINS``
+    whose peaks over ``stretches`` stay within ``NOISE_MARGIN`` of the lowest gain's (module docstring),
+    every gain judged after the lowest gain's settling time."""
     if not any(settled(s.t, s.restart, GAINS[0]).any() for s in stretches):
         longest = max(s.t[-1] - s.t[0] for s in stretches)
         raise IdentificationError(f"{longest:.3g} s of recording: too short to choose the gain (it takes "
                                   f"{SETTLING / GAINS[0]:g} s without a gap): give --gain")
-    peaks = {gain: peak_residuals(stretches, gain, friction, GAINS[0]) for gain in GAINS}
+    runs = {gain: [residual(stretch, gain, friction) for stretch in stretches] for gain in GAINS}
+    peaks = {gain: peak_residuals(stretches, runs[gain], GAINS[0]) for gain in GAINS}
     floor = peaks[GAINS[0]]
-    return max(gain for gain in GAINS if np.all(peaks[gain] <= NOISE_MARGIN * floor + 1e-9)), peaks
+    return max(gain for gain in GAINS if np.all(peaks[gain] <= NOISE_MARGIN * floor + 1e-9)), peaks, runs
 
 
 @dataclass(frozen=True)
@@ -171,10 +180,12 @@ def cross_validated(problem, fitted, stretches, folds, to_model, friction, gain=
             times = fitted.t[rows[fitted.source[rows] == source]]
             whole = stretches[source]
             held.append(whole.part((whole.t >= times[0]) & (whole.t <= times[-1]), model))
-    candidates = None
-    if gain is None:
-        gain, candidates = suggested_gain(held, friction)
-    peaks = peak_residuals(held, gain, friction)
+    if gain is None:  # (the chosen gain's runs are reused: each gain's observer runs once over each block)
+        gain, candidates, runs = suggested_gain(held, friction)
+        residuals = runs[gain]
+    else:
+        candidates, residuals = None, [residual(stretch, gain, friction) for stretch in held]
+    peaks = peak_residuals(held, residuals, gain)
     if not np.all(np.isfinite(peaks)):
         raise IdentificationError(f"no block of the fit data lasts {SETTLING / gain:.3g} s without a gap (five "
                                   "observer time constants): too short for cross-validated thresholds")

@@ -83,7 +83,7 @@ def _run(args, model, urdf_path, out, err):
     candidates = None
     gain = args.gain
     if gain is None:
-        gain, candidates = suggested_gain([stretch], args.friction)
+        gain, candidates, _ = suggested_gain([stretch], args.friction)
     r, wrench = external_torques(model, t, q, qd, tau, gain, args.friction, frame, restart, args.wrench)
     calm = settled(t, restart, gain)
     if not calm.any():
