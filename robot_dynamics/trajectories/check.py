@@ -168,12 +168,18 @@ def _placement(model, trajectory, notes):
     return rest, np.array([c for c, _ in columns], dtype=int), np.array([k for _, k in columns], dtype=int)
 
 
-def _model_states(model, placement, q, qd, qdd):
-    """The sampled joints placed in model order (:func:`_placement`)."""
+def _placed(model, placement, values, positions=False):
+    """Joint values (len, m) in the model's coordinates (len, nv) (:func:`_placement`): the joints the
+    trajectory does not name at rest (``positions``) or 0."""
     rest, columns, indices = placement
-    Q, QD, QDD = np.tile(rest, (q.shape[0], 1)), np.zeros((q.shape[0], model.nv)), np.zeros((q.shape[0], model.nv))
-    Q[:, indices], QD[:, indices], QDD[:, indices] = q[:, columns], qd[:, columns], qdd[:, columns]
-    return Q, QD, QDD
+    out = np.tile(rest, (len(values), 1)) if positions else np.zeros((len(values), model.nv))
+    out[:, indices] = values[:, columns]
+    return out
+
+
+def _model_states(model, placement, q, qd, qdd):
+    """The sampled joints' ``(q, qd, qdd)`` placed in model order (:func:`_placed`)."""
+    return _placed(model, placement, q, True), _placed(model, placement, qd), _placed(model, placement, qdd)
 
 
 def _torques(model, Q, QD, QDD, friction, friction_velocity):

@@ -45,7 +45,8 @@ import numpy as np
 
 from ..rigid_body.dynamics import inverse_dynamics
 from .retime_kernels import averaged, cubic_values, reachability
-from .check import DEFAULT_FRICTION_VELOCITY, DEFAULT_RATE, MAX_SAMPLES, _placement, _torques, interpolate
+from .check import (DEFAULT_FRICTION_VELOCITY, DEFAULT_RATE, MAX_SAMPLES, _model_states, _placed, _placement, _torques,
+                    interpolate)
 from .trajectory import MAX_DURATION, Trajectory, TrajectoryError
 
 __all__ = ["retime", "feedforward", "RetimeResult", "InfeasiblePath", "DEFAULT_GRIDPOINTS"]
@@ -128,12 +129,7 @@ class _Path:
     def placed(self, values, positions=False):
         """Joint values (len, m) in the model's coordinates (len, nv): the others at rest (``positions``) or 0 (the
         values themselves when the trajectory names every joint in the model's order)."""
-        rest, columns, indices = self.placement
-        if self.in_model_order:
-            return values
-        out = np.tile(rest, (len(values), 1)) if positions else np.zeros((len(values), self.model.nv))
-        out[:, indices] = values[:, columns]
-        return out
+        return values if self.in_model_order else _placed(self.model, self.placement, values, positions)
 
     def model_values(self, s):
         """The model's coordinates' ``(q, q', q'')`` at ``s`` (len(s), nv) each."""
@@ -419,12 +415,13 @@ def retime(model, trajectory, effort_margin=1.0, acceleration_limits=None, frict
             between = _check_between(written, between, kept, _switches(grid_times, u, threshold) + 0.5 / rate,
                                      rate, limits, torques)
             samples.append(between)
-        worst = {kind: max(sample[kind].max(initial=0.0) for sample in samples) for kind in limits}
+        peaks = [{kind: sample[kind].max(initial=0.0) for kind in limits} for sample in samples]
+        worst = {kind: max(peak[kind] for peak in peaks) for kind in limits}
         if max(worst.values()) <= 1.0:
             break
-        for sample in samples:
+        for sample, peak in zip(samples, peaks):
             for kind in limits:
-                if sample[kind].max(initial=0.0) > 1.0:
+                if peak[kind] > 1.0:
                     scale[kind] *= _tightening(sample[kind], sample["t"], grid_times + 0.5 / rate, 1.0 / rate)
         x_before = x
     else:
@@ -450,14 +447,10 @@ def feedforward(model, trajectory, friction=False, friction_velocity=DEFAULT_FRI
     interpolation), with friction if asked; the same times, nothing retimed. One batched call."""
     notes = list(trajectory.notes)
     placement = _placement(model, trajectory, notes)
-    rest, columns, indices = placement
+    _, columns, indices = placement
     with np.errstate(all="ignore"):
         q, qd, qdd = interpolate(trajectory, trajectory.t)
-    states = [np.tile(rest, (trajectory.t.size, 1)), np.zeros((trajectory.t.size, model.nv)),
-              np.zeros((trajectory.t.size, model.nv))]
-    for state, value in zip(states, (q, qd, qdd)):
-        state[:, indices] = value[:, columns]
-    tau = _torques(model, *states, friction, friction_velocity)
+    tau = _torques(model, *_model_states(model, placement, q, qd, qdd), friction, friction_velocity)
     if not np.isfinite(tau).all():
         raise TrajectoryError(f"{trajectory.source or 'the trajectory'}: its torques are not finite (waypoints beyond "
                               "what can be computed)")
