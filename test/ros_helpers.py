@@ -21,6 +21,7 @@ from robot_dynamics.tools.spinning import SpunNode
 
 REPO = Path(__file__).resolve().parents[1]
 DISCOVERY_TIMEOUT = 15.0  # s: discovery takes up to ~2.5 s here, more on a loaded machine
+START_TIMEOUT = 90.0  # s: a node process's start (ROS and the kernels loaded, 2-5 s idle) and discovery, under load
 WAIT_TIMEOUT = 10.0  # s, for anything that should happen "soon"
 
 

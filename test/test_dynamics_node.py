@@ -35,6 +35,7 @@ from robot_dynamics.tools.benchmarks.robots import example_robot_path, panda7_ur
 from ros_helpers import (  # noqa: E402
     NodeProcess,
     RosHarness,
+    START_TIMEOUT,
     publish_until,
     wait_until,
     write_params,
@@ -109,7 +110,8 @@ class Rig:
         self.outputs = [self.gravity, self.bias, self.computed, self.mass, self.command]
 
     def wait_ready(self):
-        for pub in (self.states, self.states2, self.accelerations, self.desired):
+        self.h.wait_for_subscriber(self.states, START_TIMEOUT)  # (the process starts first: a loaded CI took > 15 s)
+        for pub in (self.states2, self.accelerations, self.desired):
             self.h.wait_for_subscriber(pub)
         wait_until(lambda: self.h.node.count_publishers(f"{self.ns}/gravity_torques") > 0, 15.0,
                    "the node's gravity_torques publisher")
