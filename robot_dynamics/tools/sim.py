@@ -22,7 +22,9 @@ Clocks: with ``--sim-time`` the simulator publishes the graph's clock and the ot
 Without a namespace (or with ``--global-clock``) that is ``/clock``; a graph in namespace ``NS`` has
 ``/NS/clock`` of its own, so two simulators never interleave their times on one topic. Before it
 starts anything the command looks for a graph already publishing its ``joint_states`` or its clock
-and refuses to start a second one there (:func:`~robot_dynamics.tools.sim_watch.second_graph`).
+and refuses to start a second one there (:func:`~robot_dynamics.tools.sim_watch.second_graph`); one
+it discovers only while its nodes start is refused then, the nodes stopped
+(:func:`~robot_dynamics.tools.sim_watch.graph_beside_ours`).
 
 Exit status: 0 after a clean stop; 2 for a bad argument (:class:`ArgumentError`), before anything
 starts; 1 when the graph cannot start or a node ends.
@@ -35,7 +37,7 @@ import time
 from pathlib import Path
 
 from . import graph, processes
-from .sim_watch import GraphWatch, second_graph
+from .sim_watch import GraphWatch, graph_beside_ours, second_graph
 
 START_TIMEOUT = 45.0  # s: one node's start-up and discovery on a busy 2-core machine
 
@@ -146,7 +148,8 @@ def run_sim(args, load, out=None):
         for stage in (nodes_to_start[:2], nodes_to_start[2:]):
             running += processes.start_graph(stage, env, log_dir, namespace=namespace)
             for node, process in zip(stage, running[-len(stage):]):
-                _wait_for(node, running, watch, log_dir)
+                _wait_for(node, running, watch, log_dir,
+                          lambda: graph_beside_ours(watch.node, namespace, clock, domain, REMEDY))
                 say(f"  {node.executable:<21} up after {time.monotonic() - started:4.1f} s  (pid {process.pid})")
         _report(say, nodes_to_start, namespace, clock, watch, log_dir, args)
         _keep_running(running, args.duration)
@@ -182,10 +185,14 @@ def _prepare(args, loaded, watch, domain, domain_warnings, say):
     for warning in load_warnings + domain_warnings:
         say(f"  warning: {warning}")
     say(f"  {domain}")
-    refusal = second_graph(watch.node, namespace, clock, domain, "give this one another --namespace", watch.created)
+    refusal = second_graph(watch.node, namespace, clock, domain, REMEDY, watch.created)
     if refusal:
         raise SimError(refusal)
     return nodes_to_start
+
+
+#: what a refusal for a graph already running in the namespace advises
+REMEDY = "give this one another --namespace"
 
 
 def desired_topic(args):
@@ -194,15 +201,21 @@ def desired_topic(args):
     return "desired_pose" if args.command_source == "task_space" else "desired_state"
 
 
-def _wait_for(node, running, watch, log_dir):
-    """Wait until ``node`` (just started) answers; SimError if a node ends or it takes too long."""
+def _wait_for(node, running, watch, log_dir, other_graph):
+    """Wait until ``node`` (just started) answers; SimError if a node ends, it takes too long, or
+    ``other_graph()`` (meanwhile and then) gives a refusal: a graph already there, discovered late."""
     ready = {"simulator_node": lambda: watch.count("joint_states") > 0,
              "dynamics_node": watch.dynamics_ready,
              "trajectory_publisher": lambda: watch.count(watch.desired) > 0 and watch.count("computed_torques") > 0}
     waiting_for = {"simulator_node": "joint_states", "dynamics_node": "gravity_torques",
                    "trajectory_publisher": f"{watch.desired} and computed_torques"}
     deadline = time.monotonic() + START_TIMEOUT
-    while not ready[node.executable]():
+    while True:
+        refusal = other_graph()
+        if refusal:
+            raise SimError(refusal)
+        if ready[node.executable]():
+            return
         _check_alive(running)
         if watch.error is not None:
             raise SimError(f"this command stopped listening to the graph ({watch.error!r}): it cannot tell "

@@ -28,14 +28,30 @@ def second_graph(node, namespace, clock, domain, remedy, since=None):
     """Why a graph must not start in ``namespace`` on ``domain`` (a message ending with ``remedy``), or
     None: something already publishes its ``joint_states`` (or its ``clock``), as ``node`` (an rclpy
     node on that domain, publishing neither, created at ``since``: time.monotonic(); default now)
-    sees it within :data:`DISCOVERY_WAIT` s of its creation."""
-    topics = [fully_qualified_name(namespace, "joint_states")] + ([clock] if clock else [])
+    sees it within :data:`DISCOVERY_WAIT` s of its creation (a loaded machine may take longer:
+    :func:`graph_beside_ours` checks again while the graph starts)."""
+    topics = _graph_topics(namespace, clock)
     deadline = (time.monotonic() if since is None else since) + DISCOVERY_WAIT
     while True:
         found = [topic for topic in topics if node.count_publishers(topic) > 0]
         if found or time.monotonic() >= deadline:
             break
         time.sleep(0.1)
+    return _refusal(found, namespace, clock, domain, remedy)
+
+
+def graph_beside_ours(node, namespace, clock, domain, remedy):
+    """:func:`second_graph`'s refusal for a graph ``node`` discovered only while ours starts: a second
+    publisher of its ``joint_states`` or ``clock`` (our simulator is the one of each); None if none."""
+    found = [topic for topic in _graph_topics(namespace, clock) if node.count_publishers(topic) > 1]
+    return _refusal(found, namespace, clock, domain, remedy)
+
+
+def _graph_topics(namespace, clock):
+    return [fully_qualified_name(namespace, "joint_states")] + ([clock] if clock else [])
+
+
+def _refusal(found, namespace, clock, domain, remedy):
     if clock in found:
         return (f"something already publishes {clock} on {domain}: two simulators' clocks on one topic "
                 f"interleave and time goes backwards; run this graph in another --namespace (its own "
