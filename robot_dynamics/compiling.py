@@ -6,9 +6,13 @@ first messages would miss its first control cycles, so ``./dev``, the demo and t
 ``robot-dynamics compile`` before they start nodes, and a node started without it compiles its part
 at start-up, saying so (``robot_dynamics_executables``).
 
+:func:`compile_parts` shares a cold compile among one process per core (a compile uses one core).
 :data:`COLD_SECONDS` is the one statement of how long that takes; the messages and the docs quote it.
 """
 
+import os
+import signal
+import sys
 import time
 
 import numpy as np
@@ -26,11 +30,11 @@ PARTS = {
 }
 ALL = "all"
 
-#: seconds each part takes to compile from an empty cache, and all of them: the CPU time (user + system)
-#: of ``NUMBA_CACHE_DIR=$(mktemp -d) robot-dynamics compile PART``, which compiles on one core, so this is
-#: its wall time on a free core (measured 2026-11-27, docs/benchmarks.md "First start"); up to twice that
-#: on a busy machine. Loading them all from the cache takes about 1 s.
-COLD_SECONDS = {"dynamics_node": 13, "simulator": 19, "estimators": 18, "library": 22, ALL: 37}
+#: seconds each part takes to compile from an empty cache, and all of them: the wall time of
+#: ``NUMBA_CACHE_DIR=$(mktemp -d) robot-dynamics compile PART`` on a free two-core machine, its work shared
+#: by two processes (measured 2026-11-27, docs/benchmarks.md "First start"; in one process 1.1-1.5 times
+#: that); up to twice that on a busy machine. Loading them all from the cache takes about 1 s.
+COLD_SECONDS = {"dynamics_node": 14, "simulator": 21, "estimators": 17, "library": 21, ALL: 29}
 
 
 def parts_of(names):
@@ -49,14 +53,19 @@ def cold_time(names):
     largest = COLD_SECONDS[ALL] if parts == tuple(PARTS) else max(COLD_SECONDS[part] for part in parts)
     at_most = min(COLD_SECONDS[ALL], sum(COLD_SECONDS[part] for part in parts))
     seconds = f"{largest}" if at_most == largest else f"{largest}-{at_most}"  # (parts share kernels)
-    return f"about {seconds} s on a free core, up to twice that on a busy machine"
+    return f"about {seconds} s on a free two-core machine, up to twice that on a busy one"
 
 
-def compile_parts(names=(), on_compiling=None):
+def compile_parts(names=(), on_compiling=None, workers=None):
     """Call the kernels of the parts ``names`` (:func:`parts_of`) once on the two-link example arm,
     which compiles those not in numba's cache yet (the kernels take the same argument types for every
     robot: what compiles here serves any model). ``on_compiling()`` is called once, as soon as a kernel
     turns out not to be in the cache. Returns how many kernel signatures were compiled (0: all loaded).
+
+    From the first call that compiles on, the calls left are shared among ``workers`` processes (default:
+    one per core this process may use; 1: none), each taking the next, longest first, when it is done: a
+    compile uses one core. This process then makes every call once more, which loads them from the cache
+    (and compiles what a worker left: two processes writing one kernel's cache index can lose an entry).
 
     >>> compile_parts(["dynamics_node"])
     0
@@ -64,18 +73,102 @@ def compile_parts(names=(), on_compiling=None):
     from . import jit
 
     parts = parts_of(names)
+    jobs = _jobs(parts)
     before = jit.compiled_count()
-    announced = False
-    for job in _jobs(parts):
+    for done, job in enumerate(jobs, start=1):
         job()
-        if not announced and on_compiling is not None and jit.compiled_count() > before:
-            announced = True
-            on_compiling()
-    return jit.compiled_count() - before
+        if jit.compiled_count() > before:
+            break
+    else:
+        return 0
+    if on_compiling is not None:
+        on_compiling()
+    if workers is None:
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    in_workers = 0
+    if jit.cache_directory() is not None:  # (without a cache, what a worker compiles is lost with it)
+        in_workers = _compile_in_workers(parts, list(range(done, len(jobs))), workers)
+    for job in jobs[done:]:
+        job()
+    return jit.compiled_count() - before + in_workers
+
+
+def _compile_in_workers(parts, calls, workers):
+    """Make the calls ``calls`` (indices into :func:`_jobs`) in ``workers`` processes of :func:`worker` (none
+    for fewer than two calls or workers), the next call to the first free one; returns how many signatures
+    they compiled. A worker that fails (its traceback on stderr) leaves its calls to this process."""
+    import selectors
+    import subprocess
+
+    from .child_processes import die_with_parent
+
+    workers = min(workers, len(calls))
+    if workers < 2:
+        return 0
+    pending, compiled = list(calls), 0
+    command = [sys.executable, "-c", "from robot_dynamics.compiling import worker; worker()", *parts]
+    started = []
+    try:
+        with selectors.DefaultSelector() as selector:
+            for _ in range(workers):
+                process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                           preexec_fn=_ignoring_interrupts(die_with_parent()))
+                started.append(process)
+                _send(process, pending.pop(0))
+                selector.register(process.stdout, selectors.EVENT_READ, process)
+            while selector.get_map():
+                for key, _ in selector.select():
+                    reply = key.fileobj.readline()
+                    if reply.strip().isdigit():
+                        compiled += int(reply)
+                        if pending:
+                            _send(key.data, pending.pop(0))
+                            continue
+                    selector.unregister(key.fileobj)  # done, or ended
+    except BaseException:
+        for process in started:
+            process.kill()
+        raise
+    finally:
+        for process in started:
+            process.stdin.close()  # (a worker ends at the end of its input)
+            process.wait()
+            process.stdout.close()
+    return compiled
+
+
+def _send(process, call):
+    process.stdin.write(f"{call}\n")
+    process.stdin.flush()
+
+
+def _ignoring_interrupts(preexec):
+    """``preexec`` (or nothing), then SIGINT ignored, which stays so in the new program: a terminal's Ctrl-C
+    reaches the whole process group, and only the parent answers it (it ends its workers)."""
+    def in_child():
+        if preexec is not None:
+            preexec()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return in_child
+
+
+def worker():
+    """A compile worker (:func:`compile_parts`), its parts on its command line: makes the call of each index
+    read from stdin and answers with how many signatures it compiled, until its input ends."""
+    from . import jit
+
+    jobs = _jobs(parts_of(sys.argv[1:]))
+    jobs[0]()  # the example arm (its kernels are in the cache: the parent compiled them)
+    for line in sys.stdin:
+        before = jit.compiled_count()
+        jobs[int(line)]()
+        print(jit.compiled_count() - before, flush=True)
 
 
 def _jobs(parts):
-    """The calls that compile ``parts``: small ones, so that a cold cache shows after the first."""
+    """The calls that compile ``parts``, each once: the example arm's load first (every other call needs
+    it), then the longest first, as they took from an empty cache (10, 7, 3-4 s ...), so that workers
+    sharing them end together."""
     from .description import examples
     from .rigid_body.friction import DEFAULT_FRICTION_VELOCITY, friction_torques
     from .rigid_body.data import Data, compute_terms
@@ -127,27 +220,31 @@ def _jobs(parts):
         cubic_values(np.arange(2.0), np.ones((4, 1, 1)), np.ones(1))
         averaged(np.arange(2.0), np.arange(2.0), np.ones(2), np.zeros(1), np.arange(2.0), np.ones(1), 1e-3)
 
-    jobs = [load]
-    if "dynamics_node" in parts:
-        jobs += [lambda: compute_terms(Data(arm[0]), q, qd),  # the node's pass per message
-                 lambda: friction_torques(arm[0].viscous_damping, arm[0].friction, DEFAULT_FRICTION_VELOCITY, qd),
-                 lambda: gravity_torques(arm[0], q)]  # (the CLI's gravity and info commands share the part)
-    if "simulator" in parts:
-        jobs += [lambda: gravity_torques(arm[0], q), lambda: compute_terms(Data(arm[0]), q, qd), step,  # (drives)
-                 wrench_messages]
-    if "estimators" in parts:
-        jobs += [observe, ft_sensor]  # the dynamics node's external_torque.enabled, both nodes' ft_sensor.frame
-    if "library" in parts:
-        jobs += [lambda: frame_pose(arm[0], q, "tip"),
-                 *(lambda reference=reference: jacobian(arm[0], q, "tip", reference) for reference in ("world", "local")),
-                 lambda: potential_energy(arm[0], q), lambda: kinetic_energy(arm[0], q, qd),
-                 lambda: inverse_dynamics(arm[0], q, qd, qd, external_wrenches=wrench),
-                 lambda: forward_dynamics(arm[0], q, qd, qd, external_wrenches=wrench),
-                 lambda: bias_forces(arm[0], q, qd), lambda: coriolis_matrix(arm[0], q, qd),
-                 lambda: regressor(arm[0], q, qd, qd),
-                 lambda: mass_matrix(arm[0], q), lambda: frame_acceleration(arm[0], q, qd, "tip"),
-                 reachability]
-    return jobs
+    loop = {"dynamics_node", "simulator"}  # the dynamics node's pass per message also drives the simulator's joints
+    longest_first = [  # (the parts that call it, the call)
+        ({"simulator"}, step),
+        (loop, lambda: compute_terms(Data(arm[0]), q, qd)),
+        ({"library"}, lambda: coriolis_matrix(arm[0], q, qd)),
+        ({"library"}, reachability),
+        ({"estimators"}, ft_sensor),
+        (loop, lambda: gravity_torques(arm[0], q)),  # (the CLI's gravity and info; the simulator's model check)
+        ({"library"}, lambda: kinetic_energy(arm[0], q, qd)),
+        ({"library"}, lambda: forward_dynamics(arm[0], q, qd, qd, external_wrenches=wrench)),
+        ({"estimators"}, observe),
+        ({"library"}, lambda: inverse_dynamics(arm[0], q, qd, qd, external_wrenches=wrench)),
+        ({"library"}, lambda: regressor(arm[0], q, qd, qd)),
+        ({"library"}, lambda: frame_acceleration(arm[0], q, qd, "tip")),
+        *(({"library"}, lambda reference=reference: jacobian(arm[0], q, "tip", reference))
+          for reference in ("world", "local")),
+        ({"simulator"}, wrench_messages),
+        ({"library"}, lambda: bias_forces(arm[0], q, qd)),
+        ({"library"}, lambda: frame_pose(arm[0], q, "tip")),
+        ({"dynamics_node"}, lambda: friction_torques(arm[0].viscous_damping, arm[0].friction,
+                                                    DEFAULT_FRICTION_VELOCITY, qd)),
+        ({"library"}, lambda: potential_energy(arm[0], q)),
+        ({"library"}, lambda: mass_matrix(arm[0], q)),
+    ]
+    return [load] + [call for callers, call in longest_first if callers & set(parts)]
 
 
 def compile_and_report(names, name, say):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from robot_dynamics.tools import processes
+from robot_dynamics import child_processes
 
 GONE_TIMEOUT = 15.0  # s: a node ends within STOP_GRACE (4 s) of SIGTERM; more on a busy machine
 
@@ -131,10 +131,10 @@ def test_a_child_of_a_killed_parent_ends(tmp_path):
 
 
 def test_the_death_signal_is_set_before_the_child_runs():
-    """The child's own view: /proc/self/status of a child started with :func:`processes.die_with_parent`."""
+    """The child's own view: /proc/self/status of a child started with :func:`child_processes.die_with_parent`."""
     if not sys.platform.startswith("linux"):
         pytest.skip("PR_SET_PDEATHSIG is Linux's")
     script = "import ctypes, signal; s = ctypes.c_int(); ctypes.CDLL(None).prctl(2, ctypes.byref(s), 0, 0, 0); print(s.value)"
-    out = subprocess.run([sys.executable, "-c", script], preexec_fn=processes.die_with_parent(),
+    out = subprocess.run([sys.executable, "-c", script], preexec_fn=child_processes.die_with_parent(),
                          capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == str(int(signal.SIGTERM)), out

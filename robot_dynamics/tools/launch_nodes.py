@@ -17,9 +17,10 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
+from ..child_processes import die_with_parent
 from ..description.robots import PACKAGE, urdf_file
 from .graph import params_sections, unused_layers
-from .processes import LAUNCHER_PID, die_with_parent
+from .processes import LAUNCHER_PID
 
 INTERRUPTED = 128 + signal.SIGINT  # the exit status of a process ended by a Ctrl-C (robot-dynamics compile's)
 

@@ -10,9 +10,9 @@ wiring as ``launch/*.launch.py``, where ``ros2 launch`` is not installed. Nothin
   asked), :func:`ros_environment` the environment of a graph on it.
 - :class:`NodeProcess` starts one node and stops it (SIGINT, then SIGTERM, then SIGKILL).
 - :func:`start_graph` starts a graph; :func:`stop_all` stops it.
-- :func:`die_with_parent`, :func:`end_with_launcher` and :func:`interrupt_on_sigterm`: no child
-  outlives the program that started it (``robot-dynamics``, ``ros2 launch``), whatever ends that
-  program.
+- :func:`end_with_launcher` and :func:`interrupt_on_sigterm` (with
+  :func:`~robot_dynamics.child_processes.die_with_parent` for every child): no child outlives the
+  program that started it (``robot-dynamics``, ``ros2 launch``), whatever ends that program.
 """
 
 import json
@@ -25,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..child_processes import die_with_parent, end_with
 from ..description.robots import PACKAGE
 
 #: The domain ids ROS 2 accepts (the DDS port formula's UDP ports end at 232).
@@ -63,46 +64,6 @@ def executable(name):
     return [sys.executable, "-c", f"import sys, robot_dynamics_executables as e; sys.exit(e.{name}())"]
 
 
-PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when the thread that forked it ends
-
-
-def _prctl():
-    """libc's ``prctl`` (None where the OS has none)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes  # (here: the demo's and the CLI's imports stay light)
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
-    prctl.restype = ctypes.c_int
-    return prctl
-
-
-def die_with_parent():
-    """The ``preexec_fn`` of every child process the package starts (None where the OS cannot do it).
-
-    On Linux the child asks, between fork and exec, for SIGTERM when the thread that started it
-    ends (``prctl(PR_SET_PDEATHSIG)``, kept across exec): whatever ends the parent, SIGKILL, a crash
-    or the OOM killer included, the child then stops as on any SIGTERM (a node: cleanly, status 0).
-    A child whose parent ended between the fork and that call ends at once. Start children from a
-    thread that outlives them (the main thread): the signal comes when that *thread* ends.
-    """
-    prctl = _prctl()
-    if prctl is None:
-        return None
-    parent = os.getpid()
-
-    def in_child():  # (after fork: nothing that takes a lock another thread of the parent may hold)
-        prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:
-            os._exit(128 + signal.SIGTERM)
-
-    return in_child
-
-
 #: The environment variable in which the launch files (:func:`~robot_dynamics.tools.launch_nodes.launch_nodes`)
 #: give each node the pid of ``ros2 launch``, which started it.
 LAUNCHER_PID = "ROBOT_DYNAMICS_LAUNCHER_PID"
@@ -110,17 +71,13 @@ LAUNCHER_PID = "ROBOT_DYNAMICS_LAUNCHER_PID"
 
 def end_with_launcher():
     """In a node a launch file started (:data:`LAUNCHER_PID` set): the same death signal as
-    :func:`die_with_parent`, asked for by the node itself, since launch_ros starts its processes
-    without it: a ``ros2 launch`` killed with SIGKILL (or crashed, or OOM-killed) then leaves no node
+    :func:`~robot_dynamics.child_processes.die_with_parent`, asked for by the node itself
+    (:func:`~robot_dynamics.child_processes.end_with`), since launch_ros starts its processes without it: a ``ros2 launch`` killed with SIGKILL (or crashed, or OOM-killed) then leaves no node
     running. A node started any other way (``ros2 run``, ``nohup``) is left as it is. A launch that
     ended before the call ends the node at once, by the same SIGTERM."""
     launcher = os.environ.pop(LAUNCHER_PID, "")
-    prctl = _prctl() if launcher else None
-    if prctl is None:
-        return
-    prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    if str(os.getppid()) != launcher:
-        os.kill(os.getpid(), signal.SIGTERM)
+    if launcher.isdigit():
+        end_with(int(launcher))
 
 
 class Terminated(KeyboardInterrupt):
@@ -256,7 +213,7 @@ def ros_args(params_files=(), namespace=None, node_name=None, parameters=None, l
 
 class NodeProcess:
     """One node in its own process; its output goes to ``log_path``. It ends with the thread that
-    starts it (:func:`die_with_parent`)."""
+    starts it (:func:`~robot_dynamics.child_processes.die_with_parent`)."""
 
     def __init__(self, name, argv, env, log_path):
         self.name = name

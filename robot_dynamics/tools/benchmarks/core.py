@@ -20,7 +20,7 @@ import numpy as np
 
 import robot_dynamics as rd
 from robot_dynamics.tools.benchmarks.robots import example_robot_path, panda7_urdf
-from robot_dynamics.tools.processes import die_with_parent
+from robot_dynamics.child_processes import die_with_parent
 
 BATCH = 10_000
 
@@ -142,8 +142,8 @@ def import_ms(repeat=5):
 def compile_costs():
     """``(part, wall s, CPU s from an empty numba cache, wall s from the filled one)`` of
     ``robot-dynamics compile PART`` (``python -m robot_dynamics_executables compile PART``) for each
-    part and all; the CPU time (user + system, the compile runs on one core) is its wall time on a free
-    core, the figure ``compiling.COLD_SECONDS`` states."""
+    part and all; the empty cache's wall time on a free machine is the figure ``compiling.COLD_SECONDS``
+    states (the CPU time, user + system, includes the compile's workers)."""
     from robot_dynamics.compiling import ALL, PARTS
 
     rows = []

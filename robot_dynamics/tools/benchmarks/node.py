@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from robot_dynamics.tools.benchmarks.robots import example_robot_path, panda7_urdf
-from robot_dynamics.tools.processes import die_with_parent
+from robot_dynamics.child_processes import die_with_parent
 
 ANSWER_TOPIC = "computed_torques"
 #: the ``dynamics_node`` executable's entry point, run by this interpreter (the arguments follow)

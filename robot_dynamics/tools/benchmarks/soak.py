@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from robot_dynamics.tools.benchmarks.node import Driver, _env, _stop, robot_urdf
-from robot_dynamics.tools.processes import die_with_parent
+from robot_dynamics.child_processes import die_with_parent
 
 NAMESPACE = "/soak"
 FLOOD_ANSWER_TIMEOUT = 60.0  # s after the flood: a node still silent then is reported as wedged
