@@ -90,6 +90,40 @@ def test_under_sim_time_it_loads_the_robot_at_once_and_publishes_on_the_clock(tm
     assert code == 0, process.log()
 
 
+def test_with_autostart_false_it_publishes_nothing_until_restart_then_starts_at_home_at_rest(tmp_path):
+    """What ``robot-dynamics sim`` starts it with: the node is up (robot loaded, ~/restart offered) but
+    silent; ~/restart starts the motion at the home pose, at rest (the quintic ramp)."""
+    pytest.importorskip("rclpy")
+    from std_srvs.srv import Trigger
+    from trajectory_msgs.msg import JointTrajectory
+
+    from ros_helpers import NodeProcess, RosHarness
+
+    harness = RosHarness("autostart_probe")
+    desired = harness.collect(JointTrajectory, "/waiting/desired_state", qos=10)
+    process = NodeProcess("trajectory_publisher", tmp_path / "trajectory.log", namespace="/waiting",
+                          ros_args=["-p", "autostart:=false", "-p", "rate:=100.0", "-p", "home_positions:=[0.5, -0.4]",
+                                    "-p", "amplitude:=[0.3]"],
+                          extra_args=["--urdf", "planar_2r"])
+    try:
+        process.wait_log("trajectory for ['theta1', 'theta2']", timeout=30.0)
+        harness.wait_for_publisher("/waiting/desired_state")
+        time.sleep(1.0)  # a second of its 100 Hz: nothing
+        assert not desired.messages
+        answer = harness.call(Trigger, "/waiting/trajectory_publisher/restart", Trigger.Request())
+        assert answer.success and answer.message == "the trajectory starts from the home pose"
+        first = desired.wait_for(timeout=5.0, what="desired_state after ~/restart").points[0]
+        # its first tick is t = 0 of the ramp: at home, at rest
+        np.testing.assert_allclose(first.positions, [0.5, -0.4], atol=1e-12)
+        np.testing.assert_allclose(list(first.velocities) + list(first.accelerations), 0.0, atol=1e-12)
+        answer = harness.call(Trigger, "/waiting/trajectory_publisher/restart", Trigger.Request())
+        assert answer.message == "the trajectory starts again from the home pose"
+    finally:
+        code = process.stop()
+        harness.close()
+    assert code == 0, process.log()
+
+
 @pytest.mark.parametrize("shape", ["line", "circle"])
 def test_cartesian_mode_pose_twist_and_acceleration_are_consistent(shape):
     """The frame starts at its home pose at rest; the twist and the acceleration are the exact

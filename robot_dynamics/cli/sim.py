@@ -10,8 +10,9 @@ def register(commands):
     sim = commands.add_parser(
         "sim", help="run the simulation graph (simulator + dynamics node + trajectory publisher, ROS 2) until Ctrl-C",
         description="Start the graph of launch/simulation.launch.py as plain processes and keep it running until "
-                    "Ctrl-C or SIGTERM: the simulator (holding the arm at its start pose until its first command) and "
-                    "the dynamics node, then the trajectory publisher once the dynamics node answers. Prints the "
+                    "Ctrl-C or SIGTERM: the simulator (holding the arm at its start pose until its first command), the "
+                    "dynamics node and the trajectory publisher, started together; the trajectory starts once the "
+                    "dynamics node answers. Prints the "
                     "domain, namespace, nodes, topics, clock and logs. Runs on your ROS_DOMAIN_ID.")
     add_arguments(sim)
     sim.set_defaults(run=run_sim)

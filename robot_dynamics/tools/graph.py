@@ -125,7 +125,7 @@ def dynamics_graph(urdf_text, params_file=None, use_sim_time=False, robot_state_
 
 def simulation_graph(urdf_text, use_sim_time=False, command_source="computed", compensate_friction=True,
                      simulator_params=None, dynamics_params=None, trajectory_params=None, clock_topic=CLOCK,
-                     extra_params=None, trajectory=True):
+                     extra_params=None, trajectory=True, autostart=True):
     """The graph of ``launch/simulation.launch.py``: the closed computed-torque loop.
 
     ``trajectory_publisher --desired_state--> dynamics_node --effort_command--> simulator_node
@@ -139,7 +139,8 @@ def simulation_graph(urdf_text, use_sim_time=False, command_source="computed", c
     The simulator holds every joint until its first command (:data:`START_UP`). ``extra_params``
     (a params file of the user's, its sections naming the nodes they set) is every node's last
     layer; ``trajectory=False`` leaves the trajectory publisher out (``desired_state`` is then
-    the user's to publish).
+    the user's to publish); ``autostart=False`` starts it waiting for its ``~/restart`` (what
+    ``robot-dynamics sim`` calls once the dynamics node answers).
 
     >>> from robot_dynamics import examples
     >>> [node.executable for node in simulation_graph(examples.TWO_LINK_URDF)]
@@ -173,7 +174,8 @@ def simulation_graph(urdf_text, use_sim_time=False, command_source="computed", c
             files["dynamics"], {**description, **clock, "command_source": command_source,
                                 "compensate_friction": bool(compensate_friction), **task}, *last), remappings=remap),
         NodeLaunch("trajectory_publisher", "trajectory_publisher", (
-            files["trajectory"], {**description, **home, **clock, **circle}, *last), remappings=remap),
+            files["trajectory"], {**description, **home, **clock, **circle, **({} if autostart else {"autostart": False})},
+            *last), remappings=remap),
     ]
     return nodes if trajectory else nodes[:2]
 

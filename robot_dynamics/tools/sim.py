@@ -7,15 +7,20 @@ that the arm is never left without a drive:
 1. the simulator, which holds every joint at the start pose until its first command
    (:data:`~robot_dynamics.tools.graph.START_UP`: ``on_command_timeout: hold_position``, which also
    holds the arm should the dynamics node stop); up when it publishes ``joint_states``;
-2. at the same time the dynamics node, which holds gravity (``effort_command`` = g(q)) until it has a
-   desired motion (``desired_state``; ``desired_pose`` with ``--command-source task_space``); up when
-   it answers with ``gravity_torques``;
-3. then the trajectory publisher (unless ``--no-trajectory``), whose trajectory starts at the start
-   pose, at rest; the loop is closed when the desired motion and ``computed_torques`` flow.
+2. the dynamics node, which holds gravity (``effort_command`` = g(q)) until it has a desired motion
+   (``desired_state``; ``desired_pose`` with ``--command-source task_space``); up when it answers
+   with ``gravity_torques``;
+3. the trajectory publisher (unless ``--no-trajectory``), which publishes nothing until its
+   ``~/restart`` (``autostart: false``), called once the dynamics node is up: its trajectory then
+   starts at the start pose, at rest; the loop is closed when the desired motion and
+   ``computed_torques`` flow.
+
+All three start at once (each takes seconds to import and be discovered); the order is in what
+they wait for.
 
 It then says what runs where (domain, namespace, nodes, topics, clock, logs) and how far the arm
 moved before its first desired motion, and keeps the nodes running. Every node ends with this
-process (:func:`~robot_dynamics.tools.processes.die_with_parent`); Ctrl-C or SIGTERM stops them
+process (:func:`~robot_dynamics.child_processes.die_with_parent`); Ctrl-C or SIGTERM stops them
 (SIGINT, then SIGTERM, then SIGKILL) and the command exits with status 0 if all of them ended cleanly.
 
 Clocks: with ``--sim-time`` the simulator publishes the graph's clock and the other nodes follow it.
@@ -132,7 +137,7 @@ def run_sim(args, load, out=None):
     clock = clock_topic(args)
     domain_warnings = []
     env, domain = processes.graph_environment(args, domain_warnings.append)
-    watch = GraphWatch(namespace, clock, desired_topic(args))  # discovery starts, the robot loads
+    watch = GraphWatch(namespace, clock, desired_topic(args), trajectory=not args.no_trajectory)  # discovery starts
     try:
         nodes_to_start = _prepare(args, load(), watch, domain, domain_warnings, say)
     except BaseException:
@@ -143,14 +148,11 @@ def run_sim(args, load, out=None):
     running, clean = [], False
     started = time.monotonic()
     try:
-        # the simulator and the dynamics node start together (the arm is held either way), the
-        # trajectory once the dynamics node answers: its motion starts from the start pose at rest
-        for stage in (nodes_to_start[:2], nodes_to_start[2:]):
-            running += processes.start_graph(stage, env, log_dir, namespace=namespace)
-            for node, process in zip(stage, running[-len(stage):]):
-                _wait_for(node, running, watch, log_dir,
-                          lambda: graph_beside_ours(watch.node, namespace, clock, domain, REMEDY))
-                say(f"  {node.executable:<21} up after {time.monotonic() - started:4.1f} s  (pid {process.pid})")
+        running += processes.start_graph(nodes_to_start, env, log_dir, namespace=namespace)
+        for node, process in zip(nodes_to_start, running):  # (in order: the motion waits for the dynamics node)
+            _wait_for(node, running, watch, log_dir,
+                      lambda: graph_beside_ours(watch.node, namespace, clock, domain, REMEDY))
+            say(f"  {node.executable:<21} up after {time.monotonic() - started:4.1f} s  (pid {process.pid})")
         _report(say, nodes_to_start, namespace, clock, watch, log_dir, args)
         _keep_running(running, args.duration)
         clean = True
@@ -177,7 +179,8 @@ def _prepare(args, loaded, watch, domain, domain_warnings, say):
     namespace, clock = args.namespace.strip("/"), clock_topic(args)
     nodes_to_start = graph.simulation_graph(
         path.read_text(), use_sim_time=args.sim_time, command_source=args.command_source,
-        clock_topic=clock or graph.CLOCK, extra_params=args.params, trajectory=not args.no_trajectory)
+        clock_topic=clock or graph.CLOCK, extra_params=args.params, trajectory=not args.no_trajectory,
+        autostart=False)
     if args.params is not None and len(graph.unused_layers(nodes_to_start, namespace)) == len(nodes_to_start):
         raise ArgumentError(f"--params {str(args.params)!r}: none of its sections names a node of the graph "
                             f"({', '.join(graph.fully_qualified_name(namespace, n.name) for n in nodes_to_start)})")
@@ -206,9 +209,11 @@ def _wait_for(node, running, watch, log_dir, other_graph):
     ``other_graph()`` (meanwhile and then) gives a refusal: a graph already there, discovered late."""
     ready = {"simulator_node": lambda: watch.count("joint_states") > 0,
              "dynamics_node": watch.dynamics_ready,
-             "trajectory_publisher": lambda: watch.count(watch.desired) > 0 and watch.count("computed_torques") > 0}
+             # (waited for after the dynamics node: the motion is started then, once the service is found)
+             "trajectory_publisher": lambda: watch.start_motion() and watch.count(watch.desired) > 0
+             and watch.count("computed_torques") > 0}
     waiting_for = {"simulator_node": "joint_states", "dynamics_node": "gravity_torques",
-                   "trajectory_publisher": f"{watch.desired} and computed_torques"}
+                   "trajectory_publisher": f"~/restart service, or no {watch.desired} and computed_torques"}
     deadline = time.monotonic() + START_TIMEOUT
     while True:
         refusal = other_graph()

@@ -82,9 +82,10 @@ class Topic:
 class GraphWatch:
     """Subscribes to one graph's topics (relative to ``namespace``) and ``clock_topic`` (if given);
     ``desired`` is the topic of the desired motion: ``desired_state`` (joint space, a
-    JointTrajectory) or ``desired_pose`` (task space, a PoseStamped)."""
+    JointTrajectory) or ``desired_pose`` (task space, a PoseStamped); with ``trajectory`` it starts
+    the trajectory publisher's motion (:meth:`start_motion`)."""
 
-    def __init__(self, namespace="", clock_topic=None, desired="desired_state"):
+    def __init__(self, namespace="", clock_topic=None, desired="desired_state", trajectory=False):
         from rclpy.qos import qos_profile_sensor_data
         from sensor_msgs.msg import JointState
         from trajectory_msgs.msg import JointTrajectory
@@ -118,6 +119,11 @@ class GraphWatch:
             from rosgraph_msgs.msg import Clock
 
             self.node.create_subscription(Clock, clock_topic, self._on_clock, 10)
+        self._restart, self._restarted = None, None
+        if trajectory:
+            from std_srvs.srv import Trigger
+
+            self._restart = self.node.create_client(Trigger, "trajectory_publisher/restart")
 
     def close(self):
         self._spun.close()
@@ -189,6 +195,16 @@ class GraphWatch:
         if self._gravity is not None:
             self.node.destroy_subscription(self._gravity)
             self._gravity = None
+
+    def start_motion(self):
+        """Call the trajectory publisher's ``~/restart`` (started with ``autostart: false``, it publishes
+        nothing until then), once its service is found: True once called. Its motion then starts at the
+        start pose, at rest."""
+        if self._restarted is None and self._restart.service_is_ready():
+            from std_srvs.srv import Trigger
+
+            self._restarted = self._restart.call_async(Trigger.Request())
+        return self._restarted is not None
 
     def dynamics_ready(self):
         """The dynamics node answers (a ``gravity_torques`` message)."""

@@ -9,7 +9,8 @@ trajectory_msgs/JointTrajectory with one point: ``positions``, ``velocities`` an
 ``accelerations`` of every joint of ``joints`` (default: all joints of the model, model order),
 ``header.stamp`` = the time the point is for, ``time_from_start`` = 0.  The motion and its
 quintic smooth start are :mod:`~robot_dynamics.nodes.trajectory_publisher.plan`'s.  Service ``~/restart``
-(std_srvs/Trigger) starts again from ``t = 0``.  In Cartesian mode (``cartesian.shape`` line or
+(std_srvs/Trigger) starts again from ``t = 0``; with ``autostart: false`` nothing is published until it
+(or a ``joint_trajectory``) starts the motion.  In Cartesian mode (``cartesian.shape`` line or
 circle, :mod:`~robot_dynamics.nodes.trajectory_publisher.cartesian`) it publishes a frame's ``desired_pose``,
 ``desired_twist`` and ``desired_accel`` instead, for the dynamics node's ``command_source: task_space``.
 
@@ -49,6 +50,7 @@ class TrajectoryPublisher(RobotNode):
     def __init__(self, node_name: str = "trajectory_publisher", **kwargs):
         super().__init__(node_name, PARAMETERS, Settings, coerce_setting, **kwargs)
         self._start_ns = None  # clock time of t = 0 (set at the first tick with a model)
+        self._awaiting_restart = not self._settings.autostart  # for ~/restart (or a joint_trajectory): publishing nothing
         self._playback: Playback | None = None  # a received joint_trajectory, played from self._start_ns
         self._n_played = 0
         self._pub = self.publisher(JointTrajectory, "desired_state")
@@ -82,15 +84,17 @@ class TrajectoryPublisher(RobotNode):
             self._timer = self.create_timer(1.0 / candidate.rate, self._on_tick)
 
     def _on_restart(self, request, response):
+        response.message = ("the trajectory starts from the home pose" if self._awaiting_restart
+                            else "the trajectory starts again from the home pose")
         self._start_ns = None
         self._playback = None
+        self._awaiting_restart = False
         response.success = True
-        response.message = "the trajectory starts again from the home pose"
         return response
 
     def _on_tick(self) -> None:
         trajectory = self._plan
-        if trajectory is None:
+        if trajectory is None or self._awaiting_restart:
             return
         now = self.get_clock().now()
         if now.nanoseconds == 0:
@@ -130,7 +134,7 @@ class TrajectoryPublisher(RobotNode):
         except Rejected as exc:
             self.reject("joint_trajectory", str(exc), now_ns)
             return
-        self._playback, self._start_ns = playback, stamp_ns or clock_ns
+        self._playback, self._start_ns, self._awaiting_restart = playback, stamp_ns or clock_ns, False
         self._n_played += 1
         self.get_logger().info(f"playing a joint_trajectory of {len(msg.points)} points over "
                                f"{playback.duration:.3f} s for {list(playback.trajectory.joint_names)}")
@@ -138,7 +142,8 @@ class TrajectoryPublisher(RobotNode):
     def diagnostics(self, now_ns: int) -> DiagnosticArray:
         """The model's status and the joint_trajectory input's (playing, holding its end, refused)."""
         playback = self._playback
-        level, text = DiagnosticStatus.OK, "no joint_trajectory received: publishing the configured motion"
+        level, text = DiagnosticStatus.OK, ("autostart false: publishing nothing until ~/restart" if self._awaiting_restart
+                                            else "no joint_trajectory received: publishing the configured motion")
         if playback is not None:
             clock_ns = self.get_clock().now().nanoseconds
             t = (clock_ns - self._start_ns) * 1e-9 if self._start_ns is not None else 0.0

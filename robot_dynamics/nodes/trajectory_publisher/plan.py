@@ -46,6 +46,7 @@ class Settings(CartesianFields):
     phase: tuple = (0.0,)
     ramp_time: float = 1.0
     excitation_file: str = ""
+    autostart: bool = True
 
 
 _D = Settings()
@@ -64,6 +65,9 @@ PARAMETERS = (
               "params file or -p): a path any process on the ROS domain could change would make the node open "
               "whatever it names. A regular file of at most 64 MiB, at least two samples, times increasing.",
               "string", read_only=True),
+    Parameter("autostart", _D.autostart, "true: the motion starts at the node's first tick with a model; false: the "
+              "node publishes nothing until ~/restart starts it (robot-dynamics sim starts it once the dynamics node "
+              "answers). Set at start only.", "bool", read_only=True),
     *CARTESIAN_PARAMETERS,
 )
 
@@ -77,7 +81,8 @@ TOPICS = (
     *CARTESIAN_TOPICS,
     ("/diagnostics", "diagnostic_msgs/DiagnosticArray", "out", "model, joint_trajectory played or refused, once a second"),
 )
-SERVICES = (("~/restart", "std_srvs/Trigger", "start again from t = 0 at the home pose"),)
+SERVICES = (("~/restart", "std_srvs/Trigger", "start again from t = 0 at the home pose (with autostart false: "
+              "start)"),)
 
 
 def coerce_setting(name: str, value):
@@ -99,6 +104,10 @@ def coerce_setting(name: str, value):
         return bounded_float(name, value, 0.0, 10_000.0, low_open=True)
     if name == "ramp_time":
         return bounded_float(name, value, 0.0, 3600.0)
+    if name == "autostart":
+        if not isinstance(value, bool):
+            raise ValueError(f"autostart must be true or false, got {value!r}")
+        return value
     if name == "excitation_file":
         if not isinstance(value, str):
             raise ValueError(f"excitation_file must be a string (a path), got {value!r}")
