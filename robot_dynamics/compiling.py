@@ -10,10 +10,12 @@ at start-up, saying so (``robot_dynamics_executables``).
 :data:`COLD_SECONDS` is the one statement of how long that takes; the messages and the docs quote it.
 """
 
+import contextlib
 import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -56,6 +58,11 @@ def cold_time(names):
     return f"about {seconds} s on a free two-core machine, up to twice that on a busy one"
 
 
+#: the most worker processes a compile starts: the longest call (the simulator's step, 10-16 s) bounds
+#: its time from about two on, and each worker holds numba and LLVM in memory (about 300 MB)
+MAX_WORKERS = 4
+
+
 def compile_parts(names=(), on_compiling=None, workers=None):
     """Call the kernels of the parts ``names`` (:func:`parts_of`) once on the two-link example arm,
     which compiles those not in numba's cache yet (the kernels take the same argument types for every
@@ -63,9 +70,11 @@ def compile_parts(names=(), on_compiling=None, workers=None):
     turns out not to be in the cache. Returns how many kernel signatures were compiled (0: all loaded).
 
     From the first call that compiles on, the calls left are shared among ``workers`` processes (default:
-    one per core this process may use; 1: none), each taking the next, longest first, when it is done: a
-    compile uses one core. This process then makes every call once more, which loads them from the cache
-    (and compiles what a worker left: two processes writing one kernel's cache index can lose an entry).
+    one per core this process may use, at most :data:`MAX_WORKERS`; 1: none), each taking the next,
+    longest first, when it is done: a compile uses one core. Two workers may compile and save the same
+    kernel: the same version, since a cached kernel has one (:func:`robot_dynamics.jit.uncached`). This
+    process then makes every call once more, which loads them from the cache (and compiles the calls of
+    a worker that failed).
 
     >>> compile_parts(["dynamics_node"])
     0
@@ -84,7 +93,8 @@ def compile_parts(names=(), on_compiling=None, workers=None):
     if on_compiling is not None:
         on_compiling()
     if workers is None:
-        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        workers = min(cores, MAX_WORKERS)
     in_workers = 0
     if jit.cache_directory() is not None:  # (without a cache, what a worker compiles is lost with it)
         in_workers = _compile_in_workers(parts, list(range(done, len(jobs))), workers)
@@ -106,7 +116,9 @@ def _compile_in_workers(parts, calls, workers):
     if workers < 2:
         return 0
     pending, compiled = list(calls), 0
-    command = [sys.executable, "-c", "from robot_dynamics.compiling import worker; worker()", *parts]
+    package_parent = str(Path(__file__).resolve().parents[1])  # (this package, not one in the current directory)
+    command = [sys.executable, "-c", f"import sys; sys.path[0] = {package_parent!r}; "
+               "from robot_dynamics.compiling import worker; worker()", *parts]
     started = []
     try:
         with selectors.DefaultSelector() as selector:
@@ -131,13 +143,15 @@ def _compile_in_workers(parts, calls, workers):
         raise
     finally:
         for process in started:
-            process.stdin.close()  # (a worker ends at the end of its input)
+            with contextlib.suppress(BrokenPipeError):  # (a worker that ended, or was killed above)
+                process.stdin.close()  # (a worker ends at the end of its input)
             process.wait()
             process.stdout.close()
     return compiled
 
 
 def _send(process, call):
+    """Ask the worker ``process`` to make call ``call`` (an index into :func:`_jobs`)."""
     process.stdin.write(f"{call}\n")
     process.stdin.flush()
 
@@ -157,12 +171,14 @@ def worker():
     read from stdin and answers with how many signatures it compiled, until its input ends."""
     from . import jit
 
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # (anything else printed goes to stderr)
     jobs = _jobs(parts_of(sys.argv[1:]))
     jobs[0]()  # the example arm (its kernels are in the cache: the parent compiled them)
     for line in sys.stdin:
         before = jit.compiled_count()
         jobs[int(line)]()
-        print(jit.compiled_count() - before, flush=True)
+        print(jit.compiled_count() - before, file=answers, flush=True)
 
 
 def _jobs(parts):

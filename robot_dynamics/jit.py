@@ -7,6 +7,8 @@ directory named after a hash of all the core modules' sources (:func:`cache_dire
 change to them the kernels are looked for in a new, empty directory and compile afresh. Only numba's
 public setting for where it caches (``numba.config.CACHE_DIR``, ``NUMBA_CACHE_DIR``) is used, and only
 while a kernel is declared: numba's cache of anyone else's functions is left where numba puts it.
+A kernel compiled for several literal arguments (a row reader's column offset) is not cached at all
+(:func:`uncached`): every cached kernel has one version, which several processes may save at once.
 
 Directories of older sources are left behind; ``robot-dynamics compile`` removes them.
 """
@@ -89,6 +91,18 @@ def njit(function):
 def inline(function):
     """``numba.njit(cache=True, inline="always")``: compiled into its callers, cached in :func:`cache_directory`."""
     return _declare(function, {"inline": "always"})
+
+
+def uncached(function):
+    """``numba.njit`` without the disk cache, for a small kernel called with literal arguments (a row
+    reader's column offset), of which numba compiles one version per literal. numba's cache index of
+    a kernel is not locked between processes: two of them saving two versions of one kernel at once
+    (the workers of :func:`robot_dynamics.compiling.compile_parts`) could point one version at the
+    other's code. A cached kernel therefore has one version; these few lines are compiled into each
+    caller, and a caller loaded from the cache needs none of them."""
+    kernel = numba.njit(function)
+    KERNELS.append(kernel)
+    return kernel
 
 
 def compiled_count():

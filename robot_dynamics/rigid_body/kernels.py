@@ -17,7 +17,7 @@ of :func:`composite_rigid_body`.
 
 import numpy as np
 
-from ..jit import inline, njit
+from ..jit import inline, njit, uncached
 from .model import (
     FIRST_FACTOR, FIRST_MASTER, FIRST_MOMENT, INERTIA, KIND, MASS, MASTERS, OFFSET, ORIGIN_P,
     ORIGIN_R, PARENT, REVOLUTE, SCREW,
@@ -37,19 +37,19 @@ assert FIRST_MOMENT.start == MASS + 1 and INERTIA.start == MASS + 4  # the ten p
 
 # ----------------------------------------------------------------------------- reading rows
 
-@njit
+@uncached
 def vec(rows, i, start):
     return (rows[i, start], rows[i, start + 1], rows[i, start + 2])
 
 
-@njit
+@uncached
 def store(rows, i, start, v):
     rows[i, start] = v[0]
     rows[i, start + 1] = v[1]
     rows[i, start + 2] = v[2]
 
 
-@njit
+@uncached
 def rotation(rows, i, start):
     r = rows[i]
     return (r[start], r[start + 1], r[start + 2], r[start + 3], r[start + 4], r[start + 5],
@@ -75,7 +75,7 @@ def screw(bodies, i):
     return vec(bodies, i, _W), vec(bodies, i, _U)
 
 
-@njit
+@uncached
 def inertia(rows, i, start):
     """``(m, mc, Ibar)`` (``spatial.py``'s convention) from the ten inertial parameters of row ``i``
     that begin at column ``start`` (``MASS`` in ``bodies``)."""

@@ -11,9 +11,9 @@ that the arm is never left without a drive:
    (``desired_state``; ``desired_pose`` with ``--command-source task_space``); up when it answers
    with ``gravity_torques``;
 3. the trajectory publisher (unless ``--no-trajectory``), which publishes nothing until its
-   ``~/restart`` (``autostart: false``), called once the dynamics node is up: its trajectory then
-   starts at the start pose, at rest; the loop is closed when the desired motion and
-   ``computed_torques`` flow.
+   ``~/restart`` (``autostart: false``), called once the dynamics node is up and this command has
+   heard the start pose held for :data:`HOLD_BEFORE_MOTION` s: its trajectory then starts at the
+   start pose, at rest; the loop is closed when the desired motion and ``computed_torques`` flow.
 
 All three start at once (each takes seconds to import and be discovered); the order is in what
 they wait for.
@@ -45,6 +45,8 @@ from . import graph, processes
 from .sim_watch import GraphWatch, graph_beside_ours, second_graph
 
 START_TIMEOUT = 45.0  # s: one node's start-up and discovery on a busy 2-core machine
+#: s of joint states at the start pose heard before the trajectory starts: the hold is measured over that
+HOLD_BEFORE_MOTION = 0.5
 
 
 class SimError(RuntimeError):
@@ -145,7 +147,7 @@ def run_sim(args, load, out=None):
         raise
     workdir = None if args.log_dir else Path(tempfile.mkdtemp(prefix="robot_dynamics_sim_"))
     log_dir = Path(args.log_dir or workdir)
-    running, clean = [], False
+    running, up, clean = [], False, False
     started = time.monotonic()
     try:
         running += processes.start_graph(nodes_to_start, env, log_dir, namespace=namespace)
@@ -153,11 +155,12 @@ def run_sim(args, load, out=None):
             _wait_for(node, running, watch, log_dir,
                       lambda: graph_beside_ours(watch.node, namespace, clock, domain, REMEDY))
             say(f"  {node.executable:<21} up after {time.monotonic() - started:4.1f} s  (pid {process.pid})")
+        up = True
         _report(say, nodes_to_start, namespace, clock, watch, log_dir, args)
         _keep_running(running, args.duration)
         clean = True
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (processes.interrupt_on_sigterm): the normal end
-        clean = bool(running) and len(running) == len(nodes_to_start)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (processes.interrupt_on_sigterm): the normal end once up
+        clean = up
         if not clean:
             raise
     finally:
@@ -209,11 +212,9 @@ def _wait_for(node, running, watch, log_dir, other_graph):
     ``other_graph()`` (meanwhile and then) gives a refusal: a graph already there, discovered late."""
     ready = {"simulator_node": lambda: watch.count("joint_states") > 0,
              "dynamics_node": watch.dynamics_ready,
-             # (waited for after the dynamics node: the motion is started then, once the service is found)
-             "trajectory_publisher": lambda: watch.start_motion() and watch.count(watch.desired) > 0
-             and watch.count("computed_torques") > 0}
+             "trajectory_publisher": lambda: _motion_flows(watch)}
     waiting_for = {"simulator_node": "joint_states", "dynamics_node": "gravity_torques",
-                   "trajectory_publisher": f"~/restart service, or no {watch.desired} and computed_torques"}
+                   "trajectory_publisher": f"{watch.desired} and computed_torques"}
     deadline = time.monotonic() + START_TIMEOUT
     while True:
         refusal = other_graph()
@@ -229,6 +230,17 @@ def _wait_for(node, running, watch, log_dir, other_graph):
             raise SimError(f"{node.executable}: no {waiting_for[node.executable]} after {START_TIMEOUT:.0f} s "
                            f"(node logs in {log_dir})")
         time.sleep(0.05)
+
+
+def _motion_flows(watch):
+    """Whether the desired motion and ``computed_torques`` flow; (waited for once the dynamics node is
+    up) the motion is started after :data:`HOLD_BEFORE_MOTION` s of joint states at the start pose,
+    unless it already flows (a params file's ``autostart: true``)."""
+    if watch.count(watch.desired) == 0:
+        if watch.held_for() >= HOLD_BEFORE_MOTION:
+            watch.start_motion()
+        return False
+    return watch.count("computed_torques") > 0
 
 
 def _check_alive(running):
@@ -257,6 +269,8 @@ def _report(say, nodes, namespace, clock, watch, log_dir, args):
     error, seconds, states = watch.hold()  # (the measurement ends here, with or without a trajectory)
     if args.no_trajectory:
         say(f"  start pose    held (the dynamics node's gravity hold) until the first {prefix}/{desired}")
+    elif states == 0:
+        say(f"  start pose    not measured: no joint state heard before the first command ({desired})")
     else:
         say(f"  start pose    held within {error:.1e} rad over {seconds:.1f} s ({states} joint states) "
             f"before the first command ({desired})")

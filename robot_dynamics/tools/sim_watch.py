@@ -119,11 +119,12 @@ class GraphWatch:
             from rosgraph_msgs.msg import Clock
 
             self.node.create_subscription(Clock, clock_topic, self._on_clock, 10)
-        self._restart, self._restarted = None, None
+        self._motion = "not wanted"  # -> "wanted" (start_motion) -> "asked" (~/restart called)
         if trajectory:
             from std_srvs.srv import Trigger
 
             self._restart = self.node.create_client(Trigger, "trajectory_publisher/restart")
+            self._restart_timer = self.node.create_timer(0.05, self._call_restart)
 
     def close(self):
         self._spun.close()
@@ -197,14 +198,37 @@ class GraphWatch:
             self._gravity = None
 
     def start_motion(self):
-        """Call the trajectory publisher's ``~/restart`` (started with ``autostart: false``, it publishes
-        nothing until then), once its service is found: True once called. Its motion then starts at the
-        start pose, at rest."""
-        if self._restarted is None and self._restart.service_is_ready():
-            from std_srvs.srv import Trigger
+        """Have the trajectory publisher's motion start: started with ``autostart: false``, it publishes
+        nothing until its ``~/restart``, which the spin thread calls once the service is found. Its
+        motion then starts at the start pose, at rest."""
+        with self.lock:
+            if self._motion == "not wanted":
+                self._motion = "wanted"
 
-            self._restarted = self._restart.call_async(Trigger.Request())
-        return self._restarted is not None
+    def _call_restart(self):
+        """(In the spin thread, which alone uses the node.) ``~/restart`` once the motion is wanted and
+        the service found; the timer then ends."""
+        with self.lock:
+            wanted = self._motion == "wanted"
+        if not wanted or not self._restart.service_is_ready():
+            return
+        from std_srvs.srv import Trigger
+
+        self._restart_timer.cancel()
+        with self.lock:
+            self._motion = "asked"
+        self._restart.call_async(Trigger.Request()).add_done_callback(self._on_restarted)
+
+    @staticmethod
+    def _on_restarted(future):
+        if not future.result().success:  # (raised in the spin thread: the command says it stopped listening)
+            raise RuntimeError(f"the trajectory publisher's ~/restart failed: {future.result().message}")
+
+    def held_for(self):
+        """Seconds (their stamps' span) of the joint states heard so far before any command."""
+        with self.lock:
+            stamps = [stamp for stamp, _ in self._held or ()]
+            return max(stamps) - min(stamps) if stamps else 0.0
 
     def dynamics_ready(self):
         """The dynamics node answers (a ``gravity_torques`` message)."""

@@ -142,7 +142,8 @@ class TrajectoryPublisher(RobotNode):
     def diagnostics(self, now_ns: int) -> DiagnosticArray:
         """The model's status and the joint_trajectory input's (playing, holding its end, refused)."""
         playback = self._playback
-        level, text = DiagnosticStatus.OK, ("autostart false: publishing nothing until ~/restart" if self._awaiting_restart
+        level, text = DiagnosticStatus.OK, ("autostart false: publishing nothing until ~/restart or a joint_trajectory"
+                                            if self._awaiting_restart
                                             else "no joint_trajectory received: publishing the configured motion")
         if playback is not None:
             clock_ns = self.get_clock().now().nanoseconds

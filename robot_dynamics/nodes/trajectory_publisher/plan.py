@@ -66,8 +66,8 @@ PARAMETERS = (
               "whatever it names. A regular file of at most 64 MiB, at least two samples, times increasing.",
               "string", read_only=True),
     Parameter("autostart", _D.autostart, "true: the motion starts at the node's first tick with a model; false: the "
-              "node publishes nothing until ~/restart starts it (robot-dynamics sim starts it once the dynamics node "
-              "answers). Set at start only.", "bool", read_only=True),
+              "node publishes nothing until ~/restart (or a joint_trajectory) starts it (robot-dynamics sim starts it "
+              "once the dynamics node answers). Set at start only.", "bool", read_only=True),
     *CARTESIAN_PARAMETERS,
 )
 
