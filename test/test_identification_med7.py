@@ -134,7 +134,9 @@ def _the_node_takes(parameters, urdf):
     from robot_dynamics.nodes.dynamics.plan import PARAMETERS, Settings, coerce_setting, make_plan
 
     names = {parameter.name: parameter.field for parameter in PARAMETERS}
-    flat = {f"{group}.{key}": value for group, values in parameters.items() for key, value in values.items()}
+    flat = {f"{group}.{key}": value for group, values in parameters.items() if isinstance(values, dict)
+            for key, value in values.items()}
+    flat["joints"] = parameters["joints"]
     plan = make_plan(rd.load_urdf(urdf), Settings(**{names[name]: coerce_setting(names[name], value)
                                                      for name, value in flat.items()}))
     np.testing.assert_allclose(plan.external_torque.thresholds, flat["collision.thresholds"])
@@ -157,6 +159,7 @@ def test_cross_validated_thresholds_hold_on_held_out_data_where_in_sample_ones_d
     assert observer["enabled"] and observer["friction"] and observer["effort_sign"] == [-1.0] * 7
     assert len(thresholds) == 7 and max(thresholds) < 5.0, thresholds  # a few N m, not the tens of a dropped sample
     assert "0 false collision(s) with these thresholds" in done.stdout
+    assert "gaps in the clock: 2 (the observer restarted after each" in done.stdout  # the fixture's two drops
     _the_node_takes(parameters, tmp_path / "out" / "identified.urdf")
     first_quarter = lambda t: t < t[0] + 0.25 * (t[-1] - t[0])  # noqa: E731
     ratio, events = _held_out_check(tmp_path, "out/identified.urdf", observer["gain"], thresholds, first_quarter, "cv")

@@ -98,6 +98,19 @@ def test_identify_with_lock_and_the_hint_when_a_joint_is_missing(tmp_path, plana
     np.testing.assert_allclose(rd.inverse_dynamics(identified, q, qd, qdd), rd.inverse_dynamics(real, q, qd, qdd),
                                atol=0.01 * np.abs(rd.inverse_dynamics(real, q, qd, qdd)).max())
     assert "what the data see" in done.stdout
+    # collision.yaml names the recorded joints: the dynamics node on identified.urdf (which keeps the
+    # slide) takes its thresholds, one per joint of the recording
+    import yaml
+    from robot_dynamics.nodes.dynamics.plan import PARAMETERS, Settings, coerce_setting, make_plan
+
+    parameters = yaml.safe_load((tmp_path / "out" / "collision.yaml").read_text())["robot_dynamics"]["ros__parameters"]
+    assert parameters["joints"] == list(run.joint_names)
+    fields = {parameter.name: parameter.field for parameter in PARAMETERS}
+    flat = {"joints": parameters["joints"], **{f"{group}.{key}": value for group in ("external_torque", "collision")
+                                               for key, value in parameters[group].items()}}
+    plan = make_plan(rd.load_urdf(tmp_path / "out" / "identified.urdf"),
+                     Settings(**{fields[name]: coerce_setting(fields[name], value) for name, value in flat.items()}))
+    np.testing.assert_allclose(plan.external_torque.thresholds, parameters["collision"]["thresholds"])
 
 
 # ------------------------------------------------------------------------------------ validation

@@ -63,6 +63,23 @@ def test_undisturbed_at_rest_the_residual_is_at_rounding_level(panda):
     assert np.abs(residuals).max() < 1e-9
 
 
+def test_white_velocity_noise_passes_with_the_gain_times_the_mass_matrix_row(panda):
+    """docs/contact.md's noise floor: at rest, a white velocity noise of sigma on every joint gives joint
+    i a residual of K_O sigma |M_i| RMS (the momentum p = M qd passes it above K_O), linear in the gain."""
+    from robot_dynamics.identification.residuals import external_torques
+
+    h, n, sigma = 1e-3, 6000, 0.007
+    t = np.arange(n) * h
+    q = np.tile(Q_PANDA, (n, 1))
+    qd = np.random.default_rng(0).normal(0.0, sigma, (n, 7))
+    tau = np.tile(rd.gravity_torques(panda, Q_PANDA), (n, 1))
+    rows = np.linalg.norm(rd.mass_matrix(panda, Q_PANDA), axis=1)
+    for gain in (5.0, 50.0):
+        r, _ = external_torques(panda, t, q, qd, tau, gain)
+        rms = np.sqrt(np.mean(r[int(1.0 / h):] ** 2, axis=0))  # after five time constants of the lower gain
+        np.testing.assert_allclose(rms, gain * sigma * rows, rtol=0.06)
+
+
 def test_step_response_has_time_constant_one_over_gain_at_an_irregular_rate(panda):
     rng = np.random.default_rng(1)
     dts = rng.uniform(0.2e-3, 3e-3, 800)

@@ -125,6 +125,7 @@ def _parse(xml):
         tags = joint.findall("mimic")
         if tags:
             declared[joint.get("name")] = _mimic_terms(joint.get("name"), tags)
+    _warn_unread_dynamics(root)
     skeleton = ET.Element("robot", {"name": root.get("name", "robot")})
     for kind, kept in (("link", _KEPT_LINK_ELEMENTS), ("joint", _KEPT_JOINT_ELEMENTS)):
         seen = set()
@@ -144,6 +145,21 @@ def _parse(xml):
         raise URDFError(f"invalid URDF: {error}".replace("\n", " ")) from None
     finally:
         urdf_reflection.on_error = quiet
+
+
+def _warn_unread_dynamics(root):
+    """One warning naming the ``<dynamics>`` attributes besides ``damping`` and ``friction`` (e.g. a vendor's
+    friction model's parameters), which the model has no terms for, and their joints."""
+    unread = {}
+    for joint in root.findall("joint"):
+        for dynamics in joint.findall("dynamics"):
+            for attribute in set(dynamics.attrib) - {"damping", "friction"}:
+                unread.setdefault(attribute, []).append(joint.get("name"))
+    if unread:
+        joints = sorted({name for names in unread.values() for name in names})
+        warnings.warn(f"<dynamics> attributes not read (only damping and friction are): {', '.join(sorted(unread))}, on "
+                      f"{len(joints)} joint(s) ({', '.join(joints[:4])}{' ...' if len(joints) > 4 else ''}): the model has "
+                      "no such terms", stacklevel=5)
 
 
 def _finite(values, what):

@@ -252,7 +252,9 @@ def plausibility_notes(estimate):
         if np.linalg.norm(com - com0) > COM_SHIFT:
             problems.append(f"centre of mass {1e3 * np.linalg.norm(com - com0):.0f} mm from the URDF's")
         if problems:
+            friction = ("friction the viscous + Coulomb law cannot follow (Stribeck, asymmetry)" if estimate.problem.friction
+                        else "friction left out (--friction)")
             notes.append(f"the link moved by {joint}: {', '.join(problems)}: implausible for a CAD URDF; likely causes: "
-                         "contact or a load in the recording, a --lock at a wrong position, wrong torque units or sign, "
-                         "friction left out (--friction), or a motion that hardly excites it (parameters.txt: what the data see)")
+                         f"contact or a load in the recording, a --lock at a wrong position, wrong torque units or sign, "
+                         f"{friction}, or a motion that hardly excites it (parameters.txt: what the data see)")
     return notes

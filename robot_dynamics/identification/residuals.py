@@ -111,6 +111,11 @@ def _run(observer, t, q, qd, tau, restart, wrenches=None):
     return residuals
 
 
+def gap_count(restart):
+    """How many gaps in the clock ``restart`` (N,) marks (True inside each)."""
+    return int(np.sum(restart[1:] & ~restart[:-1]) + restart[0])
+
+
 def settled(t, restart, gain):
     """(N,) bool: samples at least ``SETTLING / gain`` s after the start and after each restart."""
     started = np.maximum.accumulate(np.where(restart, t, t[0]))
@@ -151,12 +156,14 @@ def suggested_gain(stretches, friction):
 @dataclass(frozen=True)
 class Thresholds:
     """Cross-validated ``thresholds`` (n,) = ``SAFETY_FACTOR`` x ``peaks`` (n,), the out-of-block peak
-    ``|r|`` at ``gain``; ``candidates`` {K_O: peaks} when the gain was chosen; ``folds`` blocks."""
+    ``|r|`` at ``gain``; ``candidates`` {K_O: peaks} when the gain was chosen; ``folds`` blocks; ``gaps`` in
+    the recordings' clocks, after each of which the observer restarted."""
 
     gain: float
     peaks: np.ndarray
     candidates: dict | None
     folds: int
+    gaps: int
 
     @property
     def thresholds(self):
@@ -189,7 +196,7 @@ def cross_validated(problem, fitted, stretches, folds, to_model, friction, gain=
     if not np.all(np.isfinite(peaks)):
         raise IdentificationError(f"no block of the fit data lasts {SETTLING / gain:.3g} s without a gap (five "
                                   "observer time constants): too short for cross-validated thresholds")
-    return Thresholds(gain, peaks, candidates, folds)
+    return Thresholds(gain, peaks, candidates, folds, sum(gap_count(stretch.restart) for stretch in stretches))
 
 
 @dataclass(frozen=True)
@@ -265,6 +272,8 @@ def threshold_lines(model, found, check, label):
                      "times the lowest gain's on every joint")
     else:
         lines.append(f"  K_O {found.gain:g} 1/s (--gain)")
+    if found.gaps:
+        lines.append(f"  gaps in the clock: {found.gaps} (the observer restarted after each, as the node does)")
     width = max(len(name) for name in model.joint_names)
     held = "" if check is None else f"  {'held-out peak':>13}"
     lines.append(f"  {'joint':<{width}}  {'out-of-block peak':>17}  {'threshold':>9}{held}")
@@ -289,9 +298,10 @@ def collision_yaml(model, found, friction, drive, node="robot_dynamics"):
     floats = lambda values: "[" + ", ".join(repr(round(float(v), 4)) for v in values) + "]"  # noqa: E731
     lines = [f"# collision thresholds cross-validated by robot-dynamics identify ({found.folds} blocks, "
              f"{SAFETY_FACTOR:g} x the out-of-block peak residual), for identified.urdf;",
-             f"# one value per joint, in the URDF's order: {', '.join(model.joint_names)}; node name {node!r} is the "
-             "dynamics node's default",
-             f"{node}:", "  ros__parameters:", "    external_torque:", "      enabled: true",
+             f"# one value per joint of joints (the recording's, a joint locked with --lock left out); node name "
+             f"{node!r} is the dynamics node's default",
+             f"{node}:", "  ros__parameters:", "    joints: [" + ", ".join(f'"{name}"' for name in model.joint_names) + "]",
+             "    external_torque:", "      enabled: true",
              f"      gain: {float(found.gain)!r}", f"      friction: {'true' if friction else 'false'}"]
     if drive.effort_sign is not None and np.any(drive.effort_sign != 1):
         lines.append(f"      effort_sign: {floats(drive.effort_sign)}")

@@ -33,7 +33,7 @@ from ..identification.reading import (
 )
 from ..identification.recording import RecordingError
 from ..identification.residuals import (
-    GAINS, NOISE_MARGIN, SAFETY_FACTOR, SETTLING, external_torques, observed, settled, suggested_gain,
+    GAINS, NOISE_MARGIN, SAFETY_FACTOR, SETTLING, external_torques, gap_count, observed, settled, suggested_gain,
 )
 from ..identification.samples import DEFAULT_CUTOFF, IdentificationError
 from ..control.observer import check_wrench_frame, tip_frame
@@ -124,7 +124,7 @@ def noise_floor(t, qd):
 
 
 def _report(out, args, model, t, qd, restart, gain, candidates, velocity, rms, peak, files):
-    gaps = int(np.sum(restart[1:] & ~restart[:-1]) + restart[0])
+    gaps = gap_count(restart)
     out.write(f"external torques of {model.name} over {t[-1] - t[0]:.3g} s ({len(t)} samples at "
               f"{1 / np.median(np.diff(t)):.4g} Hz), friction {'on' if args.friction else 'off'}, velocities {velocity}\n")
     out.write(f"gaps in the clock: {gaps}" + (" (the observer restarted after each)\n" if gaps else "\n"))
