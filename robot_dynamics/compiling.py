@@ -34,9 +34,9 @@ ALL = "all"
 
 #: seconds each part takes to compile from an empty cache, and all of them: the wall time of
 #: ``NUMBA_CACHE_DIR=$(mktemp -d) robot-dynamics compile PART`` on a free two-core machine, its work shared
-#: by two processes (measured 2026-11-27, docs/benchmarks.md "First start"; in one process 1.1-1.5 times
+#: by two processes (measured 2026-11-27, docs/benchmarks.md "First start"; in one process up to 1.4 times
 #: that); up to twice that on a busy machine. Loading them all from the cache takes about 1 s.
-COLD_SECONDS = {"dynamics_node": 14, "simulator": 21, "estimators": 17, "library": 21, ALL: 29}
+COLD_SECONDS = {"dynamics_node": 12, "simulator": 19, "estimators": 14, "library": 20, ALL: 28}
 
 
 def parts_of(names):
