@@ -339,7 +339,7 @@ def test_clean_robots_load_without_warnings():
             continue
         if robot == "panda":  # Franka's friction model's parameters, which our model has no terms for
             with pytest.warns(UserWarning, match=r"<dynamics> attributes not read \(only damping and friction are\): "
-                                                 r"D, K, mu_coulomb, mu_viscous, on 7 joint\(s\) \(panda_joint1, "):
+                                                 r"D, K, mu_coulomb, mu_viscous, on panda_joint1, panda_joint2, "):
                 rd.load_urdf(rf.erd_path(robot))
             continue
         with warnings.catch_warnings():

@@ -120,12 +120,17 @@ def _parse(xml):
         raise URDFError(f"the URDF is not well-formed XML: {error}") from None
     if root.tag != "robot":
         raise URDFError(f"the URDF's top element must be <robot>, not <{root.tag}>")
-    declared = {}
+    declared, unread = {}, set()
     for joint in root.findall("joint"):
         tags = joint.findall("mimic")
         if tags:
             declared[joint.get("name")] = _mimic_terms(joint.get("name"), tags)
-    _warn_unread_dynamics(root)
+        for dynamics in joint.findall("dynamics"):  # (others: a vendor's friction model's, Franka's D, K, mu_coulomb ...)
+            unread |= {(attribute, joint.get("name")) for attribute in set(dynamics.attrib) - {"damping", "friction"}}
+    if unread:
+        attributes, joints = (sorted({pair[k] for pair in unread}) for k in (0, 1))
+        warnings.warn(f"<dynamics> attributes not read (only damping and friction are): {', '.join(attributes)}, on "
+                      f"{', '.join(joints)}: the model has no such terms", stacklevel=4)
     skeleton = ET.Element("robot", {"name": root.get("name", "robot")})
     for kind, kept in (("link", _KEPT_LINK_ELEMENTS), ("joint", _KEPT_JOINT_ELEMENTS)):
         seen = set()
@@ -145,21 +150,6 @@ def _parse(xml):
         raise URDFError(f"invalid URDF: {error}".replace("\n", " ")) from None
     finally:
         urdf_reflection.on_error = quiet
-
-
-def _warn_unread_dynamics(root):
-    """One warning naming the ``<dynamics>`` attributes besides ``damping`` and ``friction`` (e.g. a vendor's
-    friction model's parameters), which the model has no terms for, and their joints."""
-    unread = {}
-    for joint in root.findall("joint"):
-        for dynamics in joint.findall("dynamics"):
-            for attribute in set(dynamics.attrib) - {"damping", "friction"}:
-                unread.setdefault(attribute, []).append(joint.get("name"))
-    if unread:
-        joints = sorted({name for names in unread.values() for name in names})
-        warnings.warn(f"<dynamics> attributes not read (only damping and friction are): {', '.join(sorted(unread))}, on "
-                      f"{len(joints)} joint(s) ({', '.join(joints[:4])}{' ...' if len(joints) > 4 else ''}): the model has "
-                      "no such terms", stacklevel=5)
 
 
 def _finite(values, what):
@@ -477,10 +467,8 @@ def _limits(joint):
     lower, upper, velocity, effort = -np.inf, np.inf, np.inf, np.inf
     if limit is not None:
         if joint.type != "continuous":
-            lower = -np.inf if limit.lower is None else limit.lower
-            upper = np.inf if limit.upper is None else limit.upper
-        velocity = np.inf if limit.velocity is None else limit.velocity
-        effort = np.inf if limit.effort is None else limit.effort
+            lower, upper = (bound if value is None else value for value, bound in ((limit.lower, -np.inf), (limit.upper, np.inf)))
+        velocity, effort = (np.inf if value is None else value for value in (limit.velocity, limit.effort))
         _finite([v for v in (limit.lower, limit.upper, limit.velocity, limit.effort) if v is not None],
                 f"joint {joint.name!r} limit")
         if lower > upper:
@@ -489,9 +477,9 @@ def _limits(joint):
 
 
 def _dynamics(joint):
-    damping = joint.dynamics.damping if joint.dynamics is not None and joint.dynamics.damping is not None else 0.0
-    friction = joint.dynamics.friction if joint.dynamics is not None and joint.dynamics.friction is not None else 0.0
-    return tuple(_finite([damping, friction], f"joint {joint.name!r} dynamics"))
+    dynamics = joint.dynamics  # (a None attribute is the URDF's default, 0)
+    values = (0.0, 0.0) if dynamics is None else (dynamics.damping or 0.0, dynamics.friction or 0.0)
+    return tuple(_finite(values, f"joint {joint.name!r} dynamics"))
 
 
 def _check_joint_inertias(model):
