@@ -63,6 +63,25 @@ def cold_time(names):
 MAX_WORKERS = 4
 
 
+#: the environment variable that sets how many worker processes a compile may start (1: none)
+WORKERS_VARIABLE = "ROBOT_DYNAMICS_COMPILE_WORKERS"
+
+
+def default_workers():
+    """How many worker processes a compile starts: :data:`WORKERS_VARIABLE` if set (a whole number >= 1;
+    another value is warned about and ignored), else one per core this process may use, at most
+    :data:`MAX_WORKERS`."""
+    given = os.environ.get(WORKERS_VARIABLE, "").strip()
+    if given:
+        if given.isdigit() and int(given) >= 1:
+            return int(given)
+        import warnings
+
+        warnings.warn(f"{WORKERS_VARIABLE}={given!r} ignored: give a whole number of processes, at least 1", stacklevel=3)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(cores, MAX_WORKERS)
+
+
 def compile_parts(names=(), on_compiling=None, workers=None):
     """Call the kernels of the parts ``names`` (:func:`parts_of`) once on the two-link example arm,
     which compiles those not in numba's cache yet (the kernels take the same argument types for every
@@ -70,7 +89,7 @@ def compile_parts(names=(), on_compiling=None, workers=None):
     turns out not to be in the cache. Returns how many kernel signatures were compiled (0: all loaded).
 
     From the first call that compiles on, the calls left are shared among ``workers`` processes (default:
-    one per core this process may use, at most :data:`MAX_WORKERS`; 1: none), each taking the next,
+    :func:`default_workers`; 1: none), each taking the next,
     longest first, when it is done: a compile uses one core. Two workers may compile and save the same
     kernel: the same version, since a cached kernel has one (:func:`robot_dynamics.jit.uncached`). This
     process then makes every call once more, which loads them from the cache (and compiles the calls of
@@ -93,8 +112,7 @@ def compile_parts(names=(), on_compiling=None, workers=None):
     if on_compiling is not None:
         on_compiling()
     if workers is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        workers = min(cores, MAX_WORKERS)
+        workers = default_workers()
     in_workers = 0
     if jit.cache_directory() is not None:  # (without a cache, what a worker compiles is lost with it)
         in_workers = _compile_in_workers(parts, list(range(done, len(jobs))), workers)

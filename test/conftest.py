@@ -5,7 +5,7 @@ ROS isolation: each pytest run, and each pytest-xdist worker in it, gets its own
 so parallel runs on one machine never see each other's topics.
 
 Compilation: the controller compiles the dynamics kernels once (what ``robot-dynamics compile``
-runs), before the workers start.
+runs), before the workers start; a test's own compile then starts no worker processes.
 """
 
 import os
@@ -30,9 +30,12 @@ def pytest_configure(config):
         # Compile the dynamics kernels into numba's on-disk cache once, before any worker or node
         # process starts: every node started by a test would otherwise compile them itself at
         # start-up (12-30 s on a fresh clone), longer than the tests wait for a node to come up.
-        from robot_dynamics.compiling import compile_parts
+        from robot_dynamics.compiling import WORKERS_VARIABLE, compile_parts
 
         compile_parts()
+        # a test's own cold compile stays in its process: its workers would take the cores of the
+        # other pytest worker's real-time ROS tests (test_compiling asks for workers where it tests them)
+        os.environ[WORKERS_VARIABLE] = "1"
     else:
         base = int(os.environ["ROBOT_DYNAMICS_TEST_DOMAIN_BASE"])
         worker_index = int(worker_input["workerid"].removeprefix("gw"))

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from robot_dynamics.compiling import ALL, COLD_SECONDS, PARTS, cold_time, parts_of
+from robot_dynamics.compiling import ALL, COLD_SECONDS, PARTS, WORKERS_VARIABLE, cold_time, default_workers, parts_of
 
 # Runs in a fresh interpreter (numba keeps what it compiled for the life of a process) and prints what
 # compile_parts returned and every compilation numba reports in this process: (function, its module,
-# argument types). One process unless WORKERS says more: numba reports only what its own process compiles.
+# argument types). One process (conftest's ROBOT_DYNAMICS_COMPILE_WORKERS) unless a test gives more: numba
+# reports only what its own process compiles.
 RECORD = """
 import json, os, sys
 from numba.core import event
@@ -36,7 +37,7 @@ class Record(event.Listener):
 
 event.register("numba:compile", Record())
 from robot_dynamics.compiling import compile_parts
-count = compile_parts(sys.argv[1:], workers=int(os.environ.get("WORKERS", "1")))
+count = compile_parts(sys.argv[1:])
 if os.environ.get("THEN_ADAPTIVE_STEP"):  # what a simulator node on the adaptive integrator does next
     import numpy as np
     from robot_dynamics import examples, load_urdf
@@ -80,7 +81,7 @@ def test_every_kernel_compiles_once_then_loads_from_the_cache(tmp_path):
 def test_workers_share_the_compile_and_leave_every_kernel_in_the_cache(tmp_path):
     """Two workers (what robot-dynamics compile uses on two cores) compile most kernels, this process the
     example arm's first; then a new process finds every kernel in the cache."""
-    count, here = compiled([ALL], tmp_path, WORKERS="2")
+    count, here = compiled([ALL], tmp_path, **{WORKERS_VARIABLE: "2"})
     ours = [name for name, module, _ in here if module.startswith("robot_dynamics")]
     assert "_mass" in ours and "step" not in ours and count > 2 * len(ours)
     assert compiled([ALL], tmp_path) == (0, [])
@@ -103,6 +104,18 @@ def test_the_loop_parts_leave_the_estimators_to_a_node_that_switches_them_on(tmp
     assert count and not estimators & {name for name, _, _ in first}
     count, then = compiled(["estimators"], tmp_path)
     assert count and estimators <= {name for name, _, _ in then}
+
+
+def test_how_many_workers_a_compile_starts(monkeypatch):
+    monkeypatch.setenv(WORKERS_VARIABLE, "3")
+    assert default_workers() == 3
+    monkeypatch.delenv(WORKERS_VARIABLE)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert default_workers() == min(cores, 4)
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv(WORKERS_VARIABLE, bad)
+        with pytest.warns(UserWarning, match=f"{WORKERS_VARIABLE}='{bad}' ignored"):
+            assert default_workers() == min(cores, 4)
 
 
 def test_parts_and_their_figures():
@@ -174,6 +187,7 @@ def test_a_ctrl_c_ends_the_compile_step_at_once_and_quietly(phase, tmp_path):
     log = open(tmp_path / "compile.log", "w+")
     command, env = _robot_dynamics("compile", "simulator", cache=tmp_path / "cache")
     env["PYTHONPROFILEIMPORTTIME"] = "1"
+    env[WORKERS_VARIABLE] = "2" if phase == "in workers" else "1"
     first = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 120.0
