@@ -293,6 +293,27 @@ def test_two_arms_side_by_side_each_on_its_own_clock(harness, tmp_path):
     assert global_clock.messages == []
 
 
+def test_messages_of_another_robot_do_not_make_the_graph_seem_up():
+    """A graph in the same namespace that discovery shows late (a loaded CI run: a third sim in /left,
+    planar_2r beside a UR5, took the UR5 graph's messages for its own nodes' and ran on): once the
+    watch knows its robot, joint-space messages naming none of its joints do not count."""
+    from robot_dynamics.tools.sim_watch import GraphWatch
+
+    watch = GraphWatch(f"joints_{uuid.uuid4().hex[:6]}")
+    try:
+        watch.expect_joints(["theta1", "theta2"])
+        other, ours = JointState(name=["shoulder_pan_joint", "elbow_joint"]), JointState(name=["theta1", "theta2"])
+        for msg in (other, ours, other):
+            watch._on_state(msg)
+            watch._on_gravity(msg)
+            watch._command_counter("computed_torques")(msg)
+        watch._command_counter("desired_state")(JointTrajectory(joint_names=["elbow_joint"]))
+        assert watch.counts() == {"joint_states": 1, "gravity_torques": 1, "desired_state": 0, "computed_torques": 1,
+                                  "clock": 0}
+    finally:
+        watch.close()
+
+
 def test_the_hold_is_judged_by_stamps_a_command_heard_late_does_not_lengthen_it(harness):
     """The command's watch: 20 states at the start pose, then 10 that move (the first command, stamped
     with the first moving state, heard after them): held within 0 over the 20 still states' 19 ms."""

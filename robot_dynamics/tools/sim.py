@@ -179,6 +179,7 @@ def _prepare(args, loaded, watch, domain, domain_warnings, say):
     """The nodes to start on the robot ``loaded`` (model, path, warnings), once said what and where;
     SimError if a graph already runs there (as ``watch`` sees it since it was made)."""
     model, path, load_warnings = loaded
+    watch.expect_joints(model.joint_names)
     namespace, clock = args.namespace.strip("/"), clock_topic(args)
     nodes_to_start = graph.simulation_graph(
         path.read_text(), use_sim_time=args.sim_time, command_source=args.command_source,

@@ -95,6 +95,7 @@ class GraphWatch:
         self.created = time.monotonic()  # (its DDS discovery starts)
         self.lock = threading.Lock()
         self.desired = desired
+        self._joints = None  # the joints a joint-space message must name to count (expect_joints); None: any
         self.topics = {name: Topic() for name in ("joint_states", "gravity_torques", desired,
                                                   "computed_torques", "clock")}
         self.start_pose = None      # {joint: position} of the first joint_states message
@@ -129,18 +130,25 @@ class GraphWatch:
     def close(self):
         self._spun.close()
 
-    def _counter(self, name):
-        def on_message(msg):
-            with self.lock:
-                self.topics[name].seen(time.monotonic())
-        return on_message
+    def expect_joints(self, names):
+        """From now on, a joint-space message (joint states, torques, a desired point) counts only if it
+        names a joint of ``names`` (the robot of this graph): one of another robot, from a graph in the
+        same namespace that discovery shows late, cannot make a node of this one seem up."""
+        with self.lock:
+            self._joints = frozenset(names)
+
+    def _ours(self, names):
+        return self._joints is None or not self._joints.isdisjoint(names)
 
     def _command_counter(self, name):
         """Counts a desired motion or computed torque, and keeps the earliest stamp heard: the hold ends
         there (a computed torque is stamped with the state it was computed at, a desired motion with
         the time it is for, which no state the command moved precedes)."""
         def on_message(msg):
+            names = getattr(msg, "joint_names", None) or getattr(msg, "name", None)  # (a PoseStamped has none)
             with self.lock:
+                if names is not None and not self._ours(names):
+                    return
                 self.topics[name].seen(time.monotonic())
                 self._first_command = min(self._first_command, _seconds(msg.header.stamp))
         return on_message
@@ -148,6 +156,8 @@ class GraphWatch:
     def _on_state(self, msg):
         stamp = _seconds(msg.header.stamp)
         with self.lock:
+            if not self._ours(msg.name):
+                return
             self.topics["joint_states"].seen(time.monotonic())
             if self._held is None or stamp >= self._first_command:
                 return
@@ -192,6 +202,8 @@ class GraphWatch:
         """The dynamics node answers: counted, and the subscription ends (it made the node compute gravity
         for nobody), here in the spin thread, which alone uses the node (rclpy's nodes are not thread-safe)."""
         with self.lock:
+            if not self._ours(msg.name):
+                return
             self.topics["gravity_torques"].seen(time.monotonic())
         if self._gravity is not None:
             self.node.destroy_subscription(self._gravity)
