@@ -122,6 +122,18 @@ class Collector:
                                          f"{len(self.messages) - first} came")
                 self._cond.wait(left)
 
+    def wait_quiet(self, quiet: float = 1.0, timeout: float = 30.0):
+        """Until no message has arrived for ``quiet`` s (the answers to repeated requests all in)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                left = quiet - (time.monotonic() - (self.times[-1] if self.times else -quiet))
+                if left <= 0:
+                    return
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"messages still arriving after {timeout} s")
+                self._cond.wait(left)
+
     def find(self, predicate):
         with self._cond:
             return [m for m in self.messages if predicate(m)]

@@ -23,7 +23,7 @@ from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
-from ros_helpers import NodeProcess, RosHarness, ros_env  # noqa: E402
+from ros_helpers import NodeProcess, RosHarness, publish_until, ros_env  # noqa: E402
 from robot_dynamics.tools import processes  # noqa: E402
 from test_trajectory_filter import ARM, path_points, point  # noqa: E402
 
@@ -63,9 +63,14 @@ def graph(tmp_path_factory):
                           ros_args=["-p", "mode:=check", "-p", "payload.link:=arm7_link7", "-p",
                                     f"payload.mass:={PAYLOAD}"], extra_args=["--urdf", "arm7_gripper"])
     try:
-        process.wait_log("robot 'arm7_gripper' from parameter", timeout=60.0)
+        process.wait_log("filter warmed up", timeout=60.0)
         harness.wait_for_subscriber(publisher)
         harness.wait_for_publisher("/filter/trajectory_out")
+        # sent again until answered: the answer is lost until the filter's publisher has discovered ours
+        feasible = message(path_points(4.0))
+        publish_until(lambda: publisher.publish(feasible), out, lambda m: True, timeout=60.0, period=1.0,
+                      what="the first answer on trajectory_out")
+        out.wait_quiet()
         yield harness, publisher, out, diagnostics, process
     finally:
         code = process.stop()
@@ -232,7 +237,8 @@ def test_docs_commands_run(tmp_path, monkeypatch):
         harness.wait_for_subscriber(planner)
         harness.wait_for_publisher("/joint_trajectory_controller/joint_trajectory")
         move = message(path_points(0.5))
-        answer = send(planner, controller, move, timeout=20.0)
+        answer = publish_until(lambda: planner.publish(move), controller, lambda m: True, timeout=60.0,
+                               period=2.0, what="the first answer on joint_trajectory")
         assert len(answer.points) > 100 and len(answer.points[-1].effort) == 7  # retimed, efforts filled
         assert running.pop().stop() == 0
 
