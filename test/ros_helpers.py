@@ -144,6 +144,7 @@ class RosHarness(SpunNode):
 
     def __init__(self, name: str = "test_harness", namespace: str = ""):
         super().__init__(name, namespace)
+        self._clients = {}
 
     def remove_node(self, node):
         self.executor.remove_node(node)
@@ -168,18 +169,19 @@ class RosHarness(SpunNode):
         wait_until(lambda: self.node.count_publishers(topic) > 0, timeout, f"a publisher on {topic}")
 
     def call(self, srv_type, service: str, request, timeout: float = DISCOVERY_TIMEOUT):
-        client = self.node.create_client(srv_type, service)
-        try:
-            if not client.wait_for_service(timeout_sec=timeout):
-                raise AssertionError(f"service {service} not available")
-            done = threading.Event()
-            future = client.call_async(request)
-            future.add_done_callback(lambda _f: done.set())
-            if not done.wait(timeout):
-                raise AssertionError(f"no answer from {service}")
-            return future.result()
-        finally:
-            self.node.destroy_client(client)
+        """The answer of ``service``. One client per service, kept: a new client's response reader may not
+        yet be matched by the server's writer when the server answers, and that answer is lost."""
+        client = self._clients.get((srv_type, service))
+        if client is None:
+            client = self._clients[(srv_type, service)] = self.node.create_client(srv_type, service)
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise AssertionError(f"service {service} not available")
+        done = threading.Event()
+        future = client.call_async(request)
+        future.add_done_callback(lambda _f: done.set())
+        if not done.wait(timeout):
+            raise AssertionError(f"no answer from {service}")
+        return future.result()
 
     def set_parameters(self, node_fqn: str, values: dict):
         """SetParametersResult per parameter, set through ``node_fqn``'s parameter service."""

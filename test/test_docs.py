@@ -280,7 +280,7 @@ def test_your_own_robot_in_three_steps(reader_dir, executor):
         while b"loaded robot" not in (reader_dir / "node.log").read_bytes():
             assert node.poll() is None and time.monotonic() < deadline, (reader_dir / "node.log").read_text()
             time.sleep(0.1)
-        client = subprocess.run([sys.executable, "-c", step3.replace("range(30)", "range(100)")], cwd=reader_dir,
+        client = subprocess.run([sys.executable, "-c", step3.replace("range(30)", "range(300)")], cwd=reader_dir,
                                 env=env, capture_output=True, text=True, timeout=120)
         assert client.returncode == 0, client.stderr
         printed = [ast.literal_eval(line) for line in client.stdout.splitlines() if line.startswith("{")]

@@ -23,7 +23,7 @@ from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
-from ros_helpers import NodeProcess, RosHarness, publish_until, ros_env  # noqa: E402
+from ros_helpers import START_TIMEOUT, NodeProcess, RosHarness, publish_until, ros_env  # noqa: E402
 from robot_dynamics.tools import processes  # noqa: E402
 from test_trajectory_filter import ARM, path_points, point  # noqa: E402
 
@@ -110,7 +110,7 @@ def test_check_mode_forwards_a_feasible_trajectory_unchanged_and_refuses_the_res
     status = diagnosed(diagnostics, "non-finite positions value (nan) for arm7_joint4", since)
     assert "not forwarded" in next(s.message for s in status.status if "nan" in s.message)
     send(publisher, out, message(path_points(4.0), names=ARM[:6] + ["wrist"]), forwarded=False)
-    assert "joints ['wrist'] are not joints of robot 'arm7_gripper'" in process.log()
+    process.wait_log("joints ['wrist'] are not joints of robot 'arm7_gripper'")
     assert process.running()
 
 
@@ -163,15 +163,16 @@ def test_the_publisher_plays_a_joint_trajectory_as_the_check_interpolates_it(tmp
     process = NodeProcess("trajectory_publisher", tmp_path / "publisher.log", namespace="/play",
                           ros_args=["-p", "rate:=200.0", "-p", "amplitude:=0.0"], extra_args=["--urdf", "arm7_gripper"])
     try:
-        process.wait_log("trajectory for", timeout=30.0)
+        process.wait_log("trajectory for", timeout=START_TIMEOUT)
         harness.wait_for_subscriber(publisher)
+        desired.wait_for(timeout=START_TIMEOUT, what="desired_state (its publisher matched to the test's reader)")
         points = path_points(1.0)
-        start = harness.node.get_clock().now().nanoseconds + 500_000_000
+        start = harness.node.get_clock().now().nanoseconds + 2_000_000_000  # (time for the message to arrive)
         msg = message(points)
         msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(start, 1_000_000_000)
         publisher.publish(msg)
         end = desired.wait_for(lambda m: m.header.stamp.sec * 10**9 + m.header.stamp.nanosec > start + 1.2e9,
-                               timeout=10.0, what="desired_state after the trajectory's end")
+                               timeout=15.0, what="desired_state after the trajectory's end")
         oracle, _ = as_trajectory(msg)
         played = [m for m in desired.messages if start <= m.header.stamp.sec * 10**9 + m.header.stamp.nanosec <= start + 1e9]
         assert len(played) > 100
@@ -255,7 +256,7 @@ def test_docs_commands_run(tmp_path, monkeypatch):
         plan = message([point(0.125 * k, home + s * (goal - home)) for k, s in enumerate(np.linspace(0, 1, 5))])
         # (the filter's answer is lost while its publisher and the publisher's joint_trajectory have not
         # discovered each other: sent again until the reference moves)
-        for _ in range(5):
+        for _ in range(20):
             since = time.monotonic()
             planner.publish(plan)
             try:

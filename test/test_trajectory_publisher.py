@@ -1,6 +1,7 @@
 """The trajectory publisher: its trajectory (robot_dynamics.nodes.trajectory_publisher.plan, no ROS) and the
 node (a process) under use_sim_time: it loads the robot before any /clock, then publishes on it."""
 
+import itertools
 import time
 
 import numpy as np
@@ -62,7 +63,7 @@ def test_under_sim_time_it_loads_the_robot_at_once_and_publishes_on_the_clock(tm
     from rosgraph_msgs.msg import Clock
     from trajectory_msgs.msg import JointTrajectory
 
-    from ros_helpers import NodeProcess, RosHarness
+    from ros_helpers import START_TIMEOUT, NodeProcess, RosHarness, publish_until
 
     harness = RosHarness("trajectory_probe")
     desired = harness.collect(JointTrajectory, "/sim/desired_state", qos=10)
@@ -72,17 +73,20 @@ def test_under_sim_time_it_loads_the_robot_at_once_and_publishes_on_the_clock(tm
                           extra_args=["--urdf", "planar_2r"])
     try:
         # the robot is loaded without any /clock (the description source runs on the steady clock)
-        log = process.wait_log("trajectory for ['theta1', 'theta2']", timeout=30.0)
+        log = process.wait_log("trajectory for ['theta1', 'theta2']", timeout=START_TIMEOUT)
         assert "use_sim_time is true: waiting for /clock" in log
         assert not desired.messages  # nothing is published before the first /clock
         harness.wait_for_subscriber(clock)
-        for k in range(1, 200):
-            clock.publish(Clock(clock=Time(sec=100, nanosec=k * 10_000_000)))
-            if desired.messages:
-                break
-            time.sleep(0.01)
-        msg = desired.wait_for(timeout=5.0, what="desired_state after /clock")
-        assert msg.header.stamp.sec == 100 and list(msg.joint_names) == ["theta1", "theta2"]
+        ticks = itertools.count(1)  # 10 ms of simulated time each from 100 s, until a desired state comes back
+
+        def tick():
+            sec, nanosec = divmod(100 * 10**9 + next(ticks) * 10_000_000, 10**9)
+            clock.publish(Clock(clock=Time(sec=sec, nanosec=nanosec)))
+
+        msg = publish_until(tick, desired, lambda m: True, timeout=30.0, period=0.01, what="desired_state after /clock")
+        stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec  # a time of the simulated clock
+        assert stamp > 100 * 10**9 and stamp % 10_000_000 == 0, stamp
+        assert list(msg.joint_names) == ["theta1", "theta2"]
         assert len(msg.points) == 1 and len(msg.points[0].accelerations) == 2
     finally:
         code = process.stop()
@@ -97,7 +101,7 @@ def test_with_autostart_false_it_publishes_nothing_until_restart_then_starts_at_
     from std_srvs.srv import Trigger
     from trajectory_msgs.msg import JointTrajectory
 
-    from ros_helpers import NodeProcess, RosHarness
+    from ros_helpers import START_TIMEOUT, NodeProcess, RosHarness
 
     harness = RosHarness("autostart_probe")
     desired = harness.collect(JointTrajectory, "/waiting/desired_state", qos=10)
@@ -106,7 +110,7 @@ def test_with_autostart_false_it_publishes_nothing_until_restart_then_starts_at_
                                     "-p", "amplitude:=[0.3]"],
                           extra_args=["--urdf", "planar_2r"])
     try:
-        process.wait_log("trajectory for ['theta1', 'theta2']", timeout=30.0)
+        process.wait_log("trajectory for ['theta1', 'theta2']", timeout=START_TIMEOUT)
         harness.wait_for_publisher("/waiting/desired_state")
         time.sleep(1.0)  # a second of its 100 Hz: nothing
         assert not desired.messages

@@ -133,7 +133,8 @@ def measure(mode, msg, trials, workdir, env, anchor):
                 raise RuntimeError(f"trajectory_filter did not start:\n{process.log_tail()}")
             time.sleep(0.05)
         first_answer(publisher, arrived, msg, process)
-        time.sleep(1.0)  # the answers to any repeats of the first trajectory arrive before the trials
+        while arrived.wait(1.0):  # the answers to any repeats of the first trajectory, until a quiet second
+            arrived.clear()
         round_trips(publisher, arrived, msg, 3)  # warm: first calls
         return round_trips(publisher, arrived, msg, trials, anchor)
     finally:
