@@ -362,10 +362,16 @@ def test_a_gap_in_the_state_stamps_restarts_the_observer(fed, model):
         msg.header.stamp.sec, msg.header.stamp.nanosec = int(t), int((t % 1) * 1e9)
         fed["states"].publish(msg)
 
-    t = 300.0
+    def answered(stamp_s, since):  # (at most 3 states ahead of the node's answers: none dropped from its queue)
+        fed["gravity"].wait_for(lambda m: m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 >= stamp_s - 1e-6,
+                                timeout=TIMEOUT, since=since, what=f"gravity_torques stamped {stamp_s:.3f}")
+
+    t, since = 300.0, time.monotonic()
     for k in range(300):  # held still with its holding torque: r = 0
         send(HOME, t + 0.002 * k)
         time.sleep(0.002)
+        if k >= 3:
+            answered(t + 0.002 * (k - 3), since)
     fed["torques"].wait_for(lambda m: m.header.stamp.sec == 300, timeout=TIMEOUT, what="external torques at t = 300 s")
     # 0.5 s later the arm is elsewhere, at rest: a different holding torque over an unknown gap
     moved = list(np.array(HOME) + 0.2)
@@ -373,6 +379,8 @@ def test_a_gap_in_the_state_stamps_restarts_the_observer(fed, model):
     for k in range(100):
         send(moved, t + 1.1 + 0.002 * k)
         time.sleep(0.002)
+        if k >= 3:
+            answered(t + 1.1 + 0.002 * (k - 3), since)
     last = fed["torques"].wait_for(lambda m: m.header.stamp.sec == 301 and m.header.stamp.nanosec > 250_000_000,
                                    timeout=TIMEOUT, what="external torques after the gap")
     assert np.abs(np.array(last.effort)).max() < 1e-6

@@ -579,8 +579,13 @@ def test_missing_joint_beyond_state_timeout(panda, panda_model, diagnostics):
     assert status_level(arr, panda.fqn, "inputs") == DiagnosticStatus.ERROR
     panda.roundtrip(joint_state(PANDA, q, qd))  # sentinel
     assert panda.answered(partial.header.stamp) == []
-    # while the state is fresh, a partial message completes it
-    out = panda.roundtrip(joint_state(PANDA[6:], [0.3], [0.0]))
+    # while the state is fresh, a partial message completes it (fresh for 30 s: however long a loaded machine
+    # takes between the sentinel and it)
+    panda.set_ok(state_timeout=30.0)
+    try:
+        out = panda.roundtrip(joint_state(PANDA[6:], [0.3], [0.0]))
+    finally:
+        panda.set_ok(state_timeout=TIMEOUT)
     q2 = q.copy()
     q2[6] = 0.3
     np.testing.assert_allclose(efforts(out), rd.gravity_torques(panda_model, q2), atol=TOL)

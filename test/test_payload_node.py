@@ -133,6 +133,7 @@ def test_the_service_refuses_without_efforts_then_estimates_and_publishes_the_pa
     assert diagnostics.wait_for(estimated, timeout=10.0, what="the estimate in /diagnostics")
 
 
+@pytest.mark.realtime  # (a rate over a call of a few tenths of a second: alone, not beside another worker)
 def test_the_node_keeps_publishing_while_the_fit_runs(dynamics, harness, held):
     """The fit runs beside the executor: gravity_torques keep coming at the joint-state rate during the call."""
     import threading
