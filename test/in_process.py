@@ -1,5 +1,6 @@
-"""A dynamics node in this process, fed by calling its callbacks directly (deterministic: no DDS between
-the test and the node), its publishers' ``publish`` recorded: the command path and contact tests."""
+"""A dynamics node in this process, fed by calling its callbacks directly, its publishers' ``publish``
+recorded: the command path and contact tests. Deterministic: no DDS between the test and the node, and the
+node's monotonic clock moves only when the test moves it (:class:`NodeClock`)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,56 @@ NAMES = ["shoulder", "elbow"]
 Q, QD = np.array([0.4, -0.7]), np.array([0.3, -1.2])
 
 
+# the modules of the dynamics node that read the monotonic clock (ages of inputs, the log's throttle)
+CLOCKED_MODULES = ("robot_dynamics.nodes.dynamics.node", "robot_dynamics.nodes.dynamics.ft_sensor",
+                   "robot_dynamics.nodes.dynamics.task_space_command")
+
+
+class NodeClock:
+    """The monotonic clock of the dynamics node while a :class:`Fed` node lives: it moves only when the test
+    moves it (``Fed.wait``, 5 ms per state of ``Fed.stream``), so that the stalls of a loaded machine between
+    two calls age no input. Everything else of ``time`` is the real module's."""
+
+    def __init__(self):
+        self.ns = time.monotonic_ns()
+        self._users = 0
+        self._saved = {}
+
+    def __getattr__(self, name):
+        return getattr(time, name)
+
+    def monotonic_ns(self) -> int:
+        return self.ns
+
+    def monotonic(self) -> float:
+        return self.ns * 1e-9
+
+    def advance(self, seconds: float) -> None:
+        self.ns += round(seconds * 1e9)
+
+    def take(self) -> None:
+        """The node's modules read this clock (until as many ``give_back`` as ``take``)."""
+        import importlib
+
+        if not self._users:
+            for name in CLOCKED_MODULES:
+                module = importlib.import_module(name)
+                self._saved[name] = module.time
+                module.time = self
+        self._users += 1
+
+    def give_back(self) -> None:
+        import importlib
+
+        self._users -= 1
+        if not self._users:
+            for name, saved in self._saved.items():
+                importlib.import_module(name).time = saved
+
+
+CLOCK = NodeClock()
+
+
 class Fed:
     """A DynamicsNode (two_link unless ``robot_description`` is given) in this process: ``state(...)``
     calls its joint_states callback, every output is taken as listened to, ``out[topic]`` records what
@@ -27,6 +78,7 @@ class Fed:
     def __init__(self, params):
         from robot_dynamics.nodes.dynamics.node import DynamicsNode
 
+        CLOCK.take()
         self.context = Context()
         rclpy.init(context=self.context)
         self.node = DynamicsNode(context=self.context, namespace="/in_process", parameter_overrides=[
@@ -67,13 +119,17 @@ class Fed:
             point.positions = list(positions)
         self.node._on_desired_state(JointTrajectory(joint_names=NAMES, points=[point]))
 
+    def wait(self, seconds):
+        """``seconds`` pass on the node's clock (by which it judges the age of its inputs)."""
+        CLOCK.advance(seconds)
+
     def stream(self, seconds, **state):
-        """Joint states every 5 ms for ``seconds`` (wall time: the node judges age by its clock)."""
+        """Joint states every 5 ms of the node's clock for ``seconds``."""
         count = len(self.commands)
         n = int(seconds / 0.005)
         for _ in range(n):
             self.state(**state)
-            time.sleep(0.005)
+            CLOCK.advance(0.005)
         return len(self.commands) - count, n
 
     def said(self, text):
@@ -81,13 +137,14 @@ class Fed:
 
     def status(self, suffix):
         """The node's /diagnostics status named ``...: suffix`` now (None without one)."""
-        array = self.node.diagnostics(time.monotonic_ns())
+        array = self.node.diagnostics(CLOCK.monotonic_ns())
         return next((s for s in array.status if s.name.endswith(": " + suffix)), None)
 
     def close(self):
         self.executor.shutdown()
         self.node.destroy_node()
         rclpy.shutdown(context=self.context)
+        CLOCK.give_back()
 
 
 class _Recorder:

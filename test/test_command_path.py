@@ -9,7 +9,6 @@ desired callbacks directly (deterministic: no DDS between the test and the node)
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -94,7 +93,7 @@ def test_stale_desired_state_holds_gravity(fed, model):
     node.desired(positions=Q)
     first = node.state()
     assert first is not None and not np.allclose(first, gravity(model))  # the law: M kd (0 - qd) + h
-    time.sleep(0.1)
+    node.wait(0.1)
     sent, states = node.stream(0.3)
     assert sent == states
     np.testing.assert_allclose(node.commands[-1], gravity(model), atol=1e-12)
@@ -139,7 +138,7 @@ def test_a_latched_reaction_holds_gravity_when_the_desired_input_stops(fed, mode
     node.node._external_torque._latched = True  # (what a collision with reaction gravity leaves; test_contact_nodes makes one)
     node.desired(positions=Q)
     np.testing.assert_allclose(node.state(), gravity(model), atol=1e-12)
-    time.sleep(0.1)
+    node.wait(0.1)
     sent, states = node.stream(0.2)
     assert sent == states
     np.testing.assert_allclose(node.commands[-1], gravity(model), atol=1e-12)

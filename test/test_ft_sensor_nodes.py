@@ -165,7 +165,7 @@ def test_a_truncated_message_and_a_stale_state_are_refused(fed):
         fed.state(POSE, still, names=fed.names, stamp=500.0 + 0.002 * k)
     fed.node._ft_sensor._on_wrench(reading_message([0.0] * 6, stamp=500.5))
     assert fed.said("the nearest joint state is stamped -0.4960 s from the reading"), fed.logs  # (another clock?)
-    time.sleep(0.15)  # beyond state_timeout
+    fed.wait(0.15)  # beyond state_timeout
     fed.node._ft_sensor._on_wrench(reading_message([0.0] * 6, stamp=500.004))
     assert fed.said("not compensated: position older than state_timeout"), fed.logs
     assert fed.compensated == []
