@@ -72,7 +72,8 @@ LAUNCHER_PID = "ROBOT_DYNAMICS_LAUNCHER_PID"
 def end_with_launcher():
     """In a node a launch file started (:data:`LAUNCHER_PID` set): the same death signal as
     :func:`~robot_dynamics.child_processes.die_with_parent`, asked for by the node itself
-    (:func:`~robot_dynamics.child_processes.end_with`), since launch_ros starts its processes without it: a ``ros2 launch`` killed with SIGKILL (or crashed, or OOM-killed) then leaves no node
+    (:func:`~robot_dynamics.child_processes.end_with`), since launch_ros starts its processes without
+    it: a ``ros2 launch`` killed with SIGKILL (or crashed, or OOM-killed) then leaves no node
     running. A node started any other way (``ros2 run``, ``nohup``) is left as it is. A launch that
     ended before the call ends the node at once, by the same SIGTERM."""
     launcher = os.environ.pop(LAUNCHER_PID, "")

@@ -120,7 +120,7 @@ class GraphWatch:
             from rosgraph_msgs.msg import Clock
 
             self.node.create_subscription(Clock, clock_topic, self._on_clock, 10)
-        self._motion = "not wanted"  # -> "wanted" (start_motion) -> "asked" (~/restart called)
+        self._motion_wanted = False  # (start_motion; ~/restart is called once, then its timer ends)
         if trajectory:
             from std_srvs.srv import Trigger
 
@@ -214,21 +214,18 @@ class GraphWatch:
         nothing until its ``~/restart``, which the spin thread calls once the service is found. Its
         motion then starts at the start pose, at rest."""
         with self.lock:
-            if self._motion == "not wanted":
-                self._motion = "wanted"
+            self._motion_wanted = True
 
     def _call_restart(self):
         """(In the spin thread, which alone uses the node.) ``~/restart`` once the motion is wanted and
         the service found; the timer then ends."""
         with self.lock:
-            wanted = self._motion == "wanted"
+            wanted = self._motion_wanted
         if not wanted or not self._restart.service_is_ready():
             return
         from std_srvs.srv import Trigger
 
         self._restart_timer.cancel()
-        with self.lock:
-            self._motion = "asked"
         self._restart.call_async(Trigger.Request()).add_done_callback(self._on_restarted)
 
     @staticmethod
