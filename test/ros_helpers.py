@@ -211,6 +211,17 @@ def wait_until(predicate, timeout: float = WAIT_TIMEOUT, what: str = "a conditio
         time.sleep(period)
 
 
+def publish_in_step(publish, stamps, newest_answer, ahead: int = 3, timeout: float = 30.0):
+    """Call ``publish(k)`` for each message k, stamped ``stamps[k]`` (s), at most ``ahead`` messages beyond
+    the newest the node has answered (``newest_answer()``: the stamp of its newest answer, s): however
+    loaded the machine, none is dropped from the node's queue (a dropped state is a gap in its clock)."""
+    for k in range(len(stamps)):
+        publish(k)
+        if k >= ahead:
+            wait_until(lambda: newest_answer() >= stamps[k - ahead] - 1e-6, timeout, period=0.0005,
+                       what=f"the answer to the message stamped {stamps[k - ahead]:.3f}")
+
+
 def publish_until(publish, collector: Collector, predicate, timeout: float = WAIT_TIMEOUT, period: float = 0.05,
                   what: str = "an answer", since: float | None = None):
     """Call ``publish()`` every ``period`` until ``collector`` has a message satisfying

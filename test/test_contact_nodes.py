@@ -29,7 +29,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 import robot_dynamics as rd  # noqa: E402
 from robot_dynamics.tools.benchmarks.robots import panda7_urdf  # noqa: E402
 
-from ros_helpers import Collector, NodeProcess, RosHarness, wait_until, write_params  # noqa: E402
+from ros_helpers import Collector, NodeProcess, RosHarness, publish_in_step, wait_until, write_params  # noqa: E402
 
 HOME = [0.1, -0.4, 0.2, -2.0, 0.3, 1.8, 0.6]
 LINK = "panda_link7"  # rotated against the root at HOME: its axes are not the world's
@@ -362,25 +362,20 @@ def test_a_gap_in_the_state_stamps_restarts_the_observer(fed, model):
         msg.header.stamp.sec, msg.header.stamp.nanosec = int(t), int((t % 1) * 1e9)
         fed["states"].publish(msg)
 
-    def answered(stamp_s, since):  # (at most 3 states ahead of the node's answers: none dropped from its queue)
-        fed["gravity"].wait_for(lambda m: m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 >= stamp_s - 1e-6,
-                                timeout=TIMEOUT, since=since, what=f"gravity_torques stamped {stamp_s:.3f}")
+    def stream(position, stamps):  # (in step with the node's answers: none dropped from its queue)
+        def publish(k):
+            send(position, stamps[k])
+            time.sleep(0.002)
+        answers = fed["gravity"].messages
+        publish_in_step(publish, stamps, lambda: seconds(answers[-1]) if answers else -math.inf, timeout=TIMEOUT)
 
-    t, since = 300.0, time.monotonic()
-    for k in range(300):  # held still with its holding torque: r = 0
-        send(HOME, t + 0.002 * k)
-        time.sleep(0.002)
-        if k >= 3:
-            answered(t + 0.002 * (k - 3), since)
+    t = 300.0
+    stream(HOME, t + 0.002 * np.arange(300))  # held still with its holding torque: r = 0
     fed["torques"].wait_for(lambda m: m.header.stamp.sec == 300, timeout=TIMEOUT, what="external torques at t = 300 s")
     # 0.5 s later the arm is elsewhere, at rest: a different holding torque over an unknown gap
     moved = list(np.array(HOME) + 0.2)
     g = rd.gravity_torques(model, moved)
-    for k in range(100):
-        send(moved, t + 1.1 + 0.002 * k)
-        time.sleep(0.002)
-        if k >= 3:
-            answered(t + 1.1 + 0.002 * (k - 3), since)
+    stream(moved, t + 1.1 + 0.002 * np.arange(100))
     last = fed["torques"].wait_for(lambda m: m.header.stamp.sec == 301 and m.header.stamp.nanosec > 250_000_000,
                                    timeout=TIMEOUT, what="external torques after the gap")
     assert np.abs(np.array(last.effort)).max() < 1e-6

@@ -24,7 +24,7 @@ from robot_dynamics.description.robots import bundled_urdf  # noqa: E402
 from robot_dynamics.identification.simulated import record  # noqa: E402
 from robot_dynamics.tools.payload_demo import POSES, held_duration, held_poses  # noqa: E402
 
-from ros_helpers import NodeProcess, RosHarness, wait_until, write_params  # noqa: E402
+from ros_helpers import NodeProcess, RosHarness, publish_in_step, wait_until, write_params  # noqa: E402
 
 LINK, MASS, COM = "arm7_hand", 2.0, np.array([0.08, 0.0, 0.05])
 DYNAMICS = "/robot_dynamics"
@@ -66,27 +66,25 @@ def _estimate(harness):
     return harness.call(Trigger, f"{DYNAMICS}/estimate_payload", Trigger.Request(), timeout=30.0)
 
 
-def _play(harness, publisher, run, efforts=True, t0=1000.0, ahead=3):
-    """The run's states as joint_states, stamped t0 + t, as fast as the node takes them: at most ``ahead``
-    states beyond the newest it has answered on gravity_torques, so that however loaded the machine, none is
-    dropped from its queue (a dropped state is a gap in the window's clock, and the estimate leaves it out)."""
+def _play(harness, publisher, run, efforts=True, t0=1000.0):
+    """The run's states as joint_states, stamped t0 + t, as fast as the node takes them (in step with its
+    answers on gravity_torques)."""
     newest = [-np.inf]  # the stamp of the newest answer, s
 
     def answered(msg):
         newest[0] = max(newest[0], msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
 
+    def publish(k):
+        msg = JointState(name=list(run.joint_names), position=run.q[k].tolist(), velocity=run.qd[k].tolist(),
+                         effort=run.tau[k].tolist() if efforts else [])
+        msg.header.stamp.sec, msg.header.stamp.nanosec = int(stamps[k]), int((stamps[k] % 1) * 1e9)
+        publisher.publish(msg)
+
+    stamps = t0 + run.t
     answers = harness.node.create_subscription(JointState, "gravity_torques", answered, 100)
     try:
         wait_until(lambda: answers.get_publisher_count() > 0, what="the node's gravity_torques")
-        stamps = t0 + run.t
-        for k, stamp in enumerate(stamps):
-            msg = JointState(name=list(run.joint_names), position=run.q[k].tolist(), velocity=run.qd[k].tolist(),
-                             effort=run.tau[k].tolist() if efforts else [])
-            msg.header.stamp.sec, msg.header.stamp.nanosec = int(stamp), int((stamp % 1) * 1e9)
-            publisher.publish(msg)
-            if k >= ahead:
-                wait_until(lambda: newest[0] >= stamps[k - ahead] - 1e-6, timeout=30.0, period=0.0005,
-                           what=f"the answer to the state stamped {stamps[k - ahead]:.3f}")
+        publish_in_step(publish, stamps, lambda: newest[0])
     finally:
         harness.node.destroy_subscription(answers)
 
